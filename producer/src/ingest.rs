@@ -1,0 +1,108 @@
+//! Submitting logs and waiting for their analyses.
+
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::{Context, bail};
+use faultline_shared::{
+    Settings,
+    queue::{PRIORITY_BULK, PRIORITY_LIVE},
+    storage::{
+        events::{self, Ingested, NewEvent, RunLimits},
+        runs::{self, FINISHED_CHANNEL, RunRow},
+    },
+};
+use sha2::{Digest, Sha256};
+use sqlx::{PgPool, postgres::PgListener};
+use tokio::io::AsyncReadExt;
+
+#[derive(clap::Args, Clone)]
+pub struct EnqueueArgs {
+    /// The failure log (plain text or gzip; any size, any bytes).
+    pub file: PathBuf,
+    /// CI job name.
+    #[arg(long)]
+    pub job: Option<String>,
+    /// CI build number.
+    #[arg(long)]
+    pub build: Option<String>,
+    /// Failing test, when known.
+    #[arg(long)]
+    pub test: Option<String>,
+    /// Deduplication key (default: job + build when both are given, else the log's SHA-256).
+    #[arg(long)]
+    pub dedup_key: Option<String>,
+    /// Queue at bulk (low) priority, as nightly reprocessing does.
+    #[arg(long)]
+    pub bulk: bool,
+}
+
+/// Stores the log as an event and creates its run (or finds the existing one).
+pub async fn enqueue(pool: &PgPool, settings: &Settings, args: &EnqueueArgs) -> anyhow::Result<Ingested> {
+    let path = &args.file;
+    let meta = tokio::fs::metadata(path).await.with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    let dedup_key = match (&args.dedup_key, &args.job, &args.build) {
+        (Some(k), _, _) => k.clone(),
+        (None, Some(job), Some(build)) => format!("cli:job:{job}:build:{build}"),
+        _ => format!("cli:sha256:{}", sha256_file(path).await?),
+    };
+    let event = NewEvent {
+        dedup_key,
+        source: "cli".into(),
+        job_name: args.job.clone(),
+        build_number: args.build.clone(),
+        test_name: args.test.clone(),
+        log_name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        payload: serde_json::json!({"path": path.display().to_string()}),
+        ..NewEvent::default()
+    };
+    let file = tokio::fs::File::open(path).await.with_context(|| format!("cannot open {}", path.display()))?;
+    let limits = RunLimits {
+        max_iterations: settings.max_iterations,
+        max_attempts: settings.max_attempts,
+        priority: if args.bulk { PRIORITY_BULK } else { PRIORITY_LIVE },
+    };
+    events::ingest(pool, &event, tokio::io::BufReader::new(file), limits).await.context("failed to store the event")
+}
+
+async fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let mut file = tokio::fs::File::open(path).await.with_context(|| format!("cannot open {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(events::hex(&hasher.finalize()))
+}
+
+/// Waits until the run is terminal: woken by NOTIFY, with a poll fallback.
+pub async fn wait_for(pool: &PgPool, run_id: uuid::Uuid, timeout: Duration) -> anyhow::Result<RunRow> {
+    // Listen before the first check so a finish in between is not missed.
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(FINISHED_CHANNEL).await?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut warned = false;
+    let started = tokio::time::Instant::now();
+    loop {
+        let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+        if run.status().is_terminal() {
+            return Ok(run);
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            bail!("run {run_id} is still {} after {}s (is a faultline-worker running?)", run.status, timeout.as_secs());
+        }
+        if !warned && run.status == "queued" && run.iteration == 0 && now - started > Duration::from_secs(15) {
+            eprintln!("run {run_id} is still queued: is a faultline-worker running against this database?");
+            warned = true;
+        }
+        let wait = (deadline - now).min(Duration::from_secs(2));
+        let _ = tokio::time::timeout(wait, listener.recv()).await;
+    }
+}

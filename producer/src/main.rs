@@ -1,0 +1,161 @@
+//! `faultline`: the producer CLI. Ingest failure logs, follow analyses,
+//! read traces and the review queue, and run the excerpt tool locally.
+
+mod ingest;
+mod show;
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use faultline_shared::{Settings, db, kb, logs};
+use uuid::Uuid;
+
+#[derive(Parser)]
+#[command(name = "faultline", version, about = "Durable analysis of CI failures")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create or upgrade the database schema and load the built-in knowledge base.
+    Migrate,
+    /// Enqueue a log for analysis; prints only the run id.
+    Enqueue(ingest::EnqueueArgs),
+    /// Enqueue a log, wait for its analysis, print the result.
+    Analyze {
+        #[command(flatten)]
+        enqueue: ingest::EnqueueArgs,
+        /// Give up waiting after this many seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a run's status and result.
+    Status {
+        run: Uuid,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show every iteration of a run: thought, action, observation.
+    Trace {
+        run: Uuid,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the lines of FILE that explain the failure (verbatim, one per line).
+    Excerpt {
+        file: PathBuf,
+        /// Print line numbers, scores and totals as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Most lines to print.
+        #[arg(long, default_value_t = logs::ExcerptOptions::default().max_lines)]
+        max_lines: usize,
+    },
+    /// The human-review queue.
+    Review {
+        #[command(subcommand)]
+        command: ReviewCommand,
+    },
+    /// The knowledge base of failure patterns.
+    Kb {
+        #[command(subcommand)]
+        command: KbCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReviewCommand {
+    /// List open review items, oldest first.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum KbCommand {
+    /// Add or update patterns from a JSON file (an array of entries, as in shared/kb/patterns.json).
+    Load { file: PathBuf },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Excerpt { file, json, max_lines } = &cli.command {
+        return excerpt(file, *json, *max_lines);
+    }
+    let settings = Settings::from_env().context("invalid configuration")?;
+    let pool = db::connect(&settings, 4).await?;
+    match cli.command {
+        Command::Migrate => {
+            db::migrate(&pool).await?;
+            let entries = faultline_shared::storage::knowledge::count(&pool).await?;
+            println!("migrated; knowledge base has {entries} entries");
+        }
+        Command::Enqueue(args) => {
+            let ingested = ingest::enqueue(&pool, &settings, &args).await?;
+            println!("{}", ingested.run_id);
+        }
+        Command::Analyze { enqueue, timeout, json } => {
+            let ingested = ingest::enqueue(&pool, &settings, &enqueue).await?;
+            if !ingested.created {
+                eprintln!("this log was already submitted; showing run {}", ingested.run_id);
+            }
+            let run = ingest::wait_for(&pool, ingested.run_id, std::time::Duration::from_secs(timeout)).await?;
+            show::status(&pool, run.id, json).await?;
+            return Ok(show::exit_code(&run));
+        }
+        Command::Status { run, json } => show::status(&pool, run, json).await?,
+        Command::Trace { run, json } => show::trace(&pool, run, json).await?,
+        Command::Review { command: ReviewCommand::List { json, limit } } => show::review_list(&pool, json, limit).await?,
+        Command::Kb { command: KbCommand::Load { file } } => {
+            let text = std::fs::read_to_string(&file).with_context(|| format!("failed to read {}", file.display()))?;
+            let entries = kb::parse_entries(&text).with_context(|| format!("{} is not a valid pattern file", file.display()))?;
+            kb::validate(&entries).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let n = faultline_shared::storage::knowledge::upsert_entries(&pool, &entries, "file").await?;
+            println!("loaded {n} entries from {}", file.display());
+        }
+        Command::Excerpt { .. } => unreachable!("handled above"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the excerpt tool on a local file: plain lines, or JSON with `--json`.
+fn excerpt(file: &std::path::Path, json: bool, max_lines: usize) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let opts = logs::ExcerptOptions { max_lines, ..logs::ExcerptOptions::default() };
+    let excerpt = logs::excerpt_file(file, &opts).with_context(|| format!("failed to read {}", file.display()))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if json {
+        serde_json::to_writer_pretty(&mut out, &excerpt)?;
+        writeln!(out)?;
+    } else {
+        for line in &excerpt.lines {
+            writeln!(out, "{}", line.text)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

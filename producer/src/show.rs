@@ -1,0 +1,155 @@
+//! Printing runs, traces and the review queue, for people or as JSON.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use faultline_shared::storage::{events, review, runs, steps};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// 0 when the analysis completed, 2 when it needs review, 3 when it failed.
+pub fn exit_code(run: &runs::RunRow) -> ExitCode {
+    match run.status.as_str() {
+        "completed" => ExitCode::SUCCESS,
+        "needs_review" => ExitCode::from(2),
+        _ => ExitCode::from(3),
+    }
+}
+
+/// Prints a run's status and, when finished, its result.
+pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result<()> {
+    let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+    let event = events::get(pool, run.event_id).await?;
+    let item = review::for_run(pool, run_id).await?;
+    if as_json {
+        let out = json!({"run": run, "event": event, "review": item});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let name = event.as_ref().and_then(|e| e.log_name.clone().or(e.job_name.clone())).unwrap_or_default();
+    let took = match (run.started_at, run.finished_at) {
+        (Some(s), Some(f)) => format!(", {:.2}s", (f - s).num_milliseconds() as f64 / 1000.0),
+        _ => String::new(),
+    };
+    println!("run {}  {}  {}  ({} iterations{took})", run.id, name, run.status, run.iteration);
+    if let Some(result) = &run.result {
+        println!("  category:   {}   confidence {:.2}", result["category"].as_str().unwrap_or("?"), result["confidence"].as_f64().unwrap_or(0.0));
+        println!("  root cause: {}", result["root_cause"].as_str().unwrap_or(""));
+        println!("  fix:        {}", result["fix"].as_str().unwrap_or(""));
+        for e in result["evidence"].as_array().into_iter().flatten() {
+            println!("  evidence:   [iteration {}] {}", e["iteration"], e["quote"].as_str().unwrap_or(""));
+        }
+    }
+    if let Some(reason) = &run.failure_reason {
+        println!("  failed:     {reason}");
+    } else if let Some(err) = &run.last_error {
+        println!("  last error: {err} (attempt {} of {}, next at {})", run.attempts, run.max_attempts, run.next_attempt_at);
+    }
+    if let Some(item) = item {
+        println!("  review:     {} ({})", item.status, item.reason);
+    }
+    Ok(())
+}
+
+/// Prints every iteration of a run with its thought, action and observation.
+pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result<()> {
+    let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+    let journal = steps::list(pool, run_id).await?;
+    let attempts = steps::list_attempts(pool, run_id).await?;
+    if as_json {
+        let out = json!({"run_id": run.id, "status": run.status, "steps": journal, "failed_attempts": attempts});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("run {}  {}  ({} iterations, reasoner {})", run.id, run.status, run.iteration, run.reasoner);
+    for step in &journal {
+        println!(
+            "\n#{} {} {}   [{} ms tool, {} ms step, attempt {}, worker {}]",
+            step.iteration, step.action, step.action_input, step.tool_ms, step.step_ms, step.attempt, step.worker_id
+        );
+        println!("   thought:     {}", step.thought);
+        println!("   observation: {}", summarize(&step.action, &step.observation));
+    }
+    for a in &attempts {
+        let next = a.next_attempt_at.map(|t| format!(", retry at {t}")).unwrap_or_else(|| ", no retry".into());
+        println!("\nattempt {} of iteration {} failed at {}: {}{next}", a.attempt, a.iteration, a.failed_at, a.error);
+    }
+    Ok(())
+}
+
+/// A one-paragraph human summary of an observation.
+fn summarize(action: &str, obs: &Value) -> String {
+    if let Some(err) = obs["error"].as_str() {
+        return format!("error: {err}");
+    }
+    let obs = if obs.get("cached_from_iteration").is_some() { &obs["result"] } else { obs };
+    match action {
+        "log_excerpt" => {
+            let cls = &obs["classification"];
+            let lines: Vec<String> = obs["lines"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take(8)
+                .map(|l| format!("\n      {:>6}: {}", l["n"], l["text"].as_str().unwrap_or("")))
+                .collect();
+            format!(
+                "{} of {} lines; signals {} ({:.2}); fingerprint {}{}",
+                obs["lines"].as_array().map_or(0, Vec::len),
+                obs["total_lines"],
+                cls["category"].as_str().unwrap_or("?"),
+                cls["confidence"].as_f64().unwrap_or(0.0),
+                obs["fingerprint"].as_str().unwrap_or("-"),
+                lines.concat()
+            )
+        }
+        "search_knowledge" => {
+            let m: Vec<String> = obs["matches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| format!("{} ({}, {:.2})", m["slug"].as_str().unwrap_or(""), m["category"].as_str().unwrap_or(""), m["rank"].as_f64().unwrap_or(0.0)))
+                .collect();
+            if m.is_empty() { "no knowledge-base match".into() } else { m.join(", ") }
+        }
+        "similar_failures" => {
+            let m = obs["matches"].as_array().map_or(0, Vec::len);
+            format!("{m} earlier run(s) with the same fingerprint")
+        }
+        "final_answer" => format!(
+            "verdict {} at confidence {:.2}: {} — {}",
+            obs["verdict"].as_str().unwrap_or("?"),
+            obs["confidence"].as_f64().unwrap_or(0.0),
+            obs["answer"]["category"].as_str().unwrap_or("?"),
+            obs["answer"]["root_cause"].as_str().unwrap_or("")
+        ),
+        _ => obs.to_string(),
+    }
+}
+
+/// Lists the open review queue.
+pub async fn review_list(pool: &PgPool, as_json: bool, limit: i64) -> anyhow::Result<()> {
+    let items = review::list_open(pool, limit).await?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    if items.is_empty() {
+        println!("review queue is empty");
+        return Ok(());
+    }
+    println!("{} item(s) awaiting review:", items.len());
+    for i in &items {
+        println!(
+            "  {}  run {}  {:<16} {:>5}  {}  [{}]",
+            i.id,
+            i.run_id,
+            i.category.as_deref().unwrap_or("-"),
+            i.confidence.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+            i.log_name.as_deref().or(i.job_name.as_deref()).unwrap_or("-"),
+            i.reason
+        );
+    }
+    Ok(())
+}

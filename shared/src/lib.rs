@@ -1,0 +1,23 @@
+//! Faultline's shared core: domain types, configuration, the step queue and
+//! **all** Postgres storage, so every state change of a run is in one place.
+//!
+//! # Layout
+//! - [`config`]: typed settings read once from the environment.
+//! - [`types`]: categories, run states, journal records, final answers.
+//! - [`queue`]: the step task and how it is pushed inside a transaction.
+//! - [`storage`]: one module per table family (events, runs, steps, review,
+//!   knowledge base); every SQL statement of the system lives there.
+//! - [`logs`]: streamed log excerpts, line cleaning and fingerprints.
+//! - [`kb`]: the built-in knowledge base and the signature classifier.
+//! - [`db`]: connecting and migrating.
+
+pub mod config;
+pub mod db;
+pub mod kb;
+pub mod logs;
+pub mod queue;
+pub mod storage;
+pub mod types;
+
+pub use config::Settings;
+pub use types::{Category, Evidence, FinalAnswer, RunStatus, StepRecord, StepTask};

@@ -1,0 +1,33 @@
+//! All SQL of Faultline, one module per table family. Each function's doc
+//! names the state change it makes.
+//!
+//! - [`events`]: `failure_events` + `event_log_chunks` (ingest, log streaming).
+//! - [`runs`]: `analysis_runs` lifecycle: claim, lease, commit, retry, reconcile.
+//! - [`steps`]: the `run_steps` journal, `run_attempts`, `tool_invocations`.
+//! - [`review`]: `review_items`.
+//! - [`knowledge`]: `knowledge_base` and the error library look-ups.
+
+pub mod events;
+pub mod knowledge;
+pub mod review;
+pub mod runs;
+pub mod steps;
+
+/// True for database errors worth retrying: the connection or pool went
+/// away, or Postgres asked us to retry (serialization, deadlock, shutdown).
+pub fn is_transient(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            // serialization_failure, deadlock_detected, admin/crash shutdown, cannot_connect_now, too_many_connections
+            Some("40001" | "40P01" | "57P01" | "57P02" | "57P03" | "53300")
+        ),
+        _ => false,
+    }
+}

@@ -1,0 +1,464 @@
+//! `analysis_runs`: the lifecycle of one analysis, fenced by its lease.
+//!
+//! ```text
+//! queued ──claim──> running ──commit──> queued (next step pushed) ──> …
+//!    ^                 │  └───commit──> completed | needs_review (+ review item)
+//!    │                 ├──transient error──> retry_wait ──(task at next_attempt_at)──> claim
+//!    │                 ├──permanent error / attempts exhausted──> failed (+ review item)
+//!    └──release (SIGTERM) / reconcile (lease expired: the attempt counts)
+//! ```
+//! Every write after the claim matches `lease_owner` **and** `lease_epoch`,
+//! so a worker whose lease expired and was taken over changes nothing (I2).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{events::RunLimits, review};
+use crate::{
+    queue,
+    types::{RunStatus, StepRecord, StepTask},
+};
+
+/// Channel notified (payload: run id) when a run reaches a terminal state.
+pub const FINISHED_CHANNEL: &str = "faultline_run_finished";
+
+/// A run as stored.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct RunRow {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub status: String,
+    pub priority: i32,
+    pub reasoner: String,
+    pub iteration: i32,
+    pub max_iterations: i32,
+    pub attempts: i32,
+    pub max_attempts: i32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub lease_epoch: i64,
+    pub fingerprint: Option<String>,
+    pub category: Option<String>,
+    pub confidence: Option<f32>,
+    pub result: Option<Value>,
+    pub failure_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl RunRow {
+    pub fn status(&self) -> RunStatus {
+        self.status.parse().unwrap_or(RunStatus::Failed)
+    }
+}
+
+const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
+    max_attempts, next_attempt_at, last_error, lease_owner, lease_expires_at, lease_epoch, fingerprint,
+    category, confidence, result, failure_reason, created_at, updated_at, started_at, finished_at";
+
+/// The right to write a run's next checkpoint, valid while owner and epoch match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub run_id: Uuid,
+    pub owner: String,
+    pub epoch: i64,
+}
+
+/// Exponential backoff with jitter, evaluated in SQL on the stored attempt count.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub base: Duration,
+    pub max: Duration,
+}
+
+/// Creates a queued run for `event_id` and pushes its first step task (inside `tx`).
+pub async fn create_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    event_id: Uuid,
+    limits: RunLimits,
+) -> anyhow::Result<Uuid> {
+    let run_id = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(run_id)
+    .bind(event_id)
+    .bind(limits.priority)
+    .bind(limits.max_iterations)
+    .bind(limits.max_attempts)
+    .execute(&mut **tx)
+    .await?;
+    let first = StepTask { run_id, iteration: 1, attempt: 0 };
+    queue::push_step(&mut **tx, &first, limits.priority, None).await?;
+    Ok(run_id)
+}
+
+/// Reads one run.
+pub async fn get(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<RunRow>> {
+    sqlx::query_as(AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM analysis_runs WHERE id = $1")))
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// queued | retry_wait -> running: takes the lease for exactly the task's
+/// iteration and attempt, bumping the epoch. `None` means the task is stale
+/// (already executed, superseded by a retry, or the run is held or finished).
+pub async fn claim(
+    pool: &PgPool,
+    task: &StepTask,
+    owner: &str,
+    ttl: Duration,
+) -> sqlx::Result<Option<(Lease, RunRow)>> {
+    let row: Option<RunRow> = sqlx::query_as(AssertSqlSafe(format!(
+        "UPDATE analysis_runs
+         SET status = 'running', lease_owner = $4, lease_epoch = lease_epoch + 1,
+             lease_expires_at = now() + make_interval(secs => $5),
+             started_at = coalesce(started_at, now()), updated_at = now()
+         WHERE id = $1 AND iteration = $2 - 1 AND attempts = $3
+           AND status IN ('queued', 'retry_wait')
+         RETURNING {RUN_COLUMNS}"
+    )))
+    .bind(task.run_id)
+    .bind(task.iteration)
+    .bind(task.attempt)
+    .bind(owner)
+    .bind(ttl.as_secs_f64())
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| (Lease { run_id: r.id, owner: owner.to_string(), epoch: r.lease_epoch }, r)))
+}
+
+/// Extends a held lease by `ttl`; false when the lease was lost.
+pub async fn renew_lease(pool: &PgPool, lease: &Lease, ttl: Duration) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE analysis_runs SET lease_expires_at = now() + make_interval(secs => $4)
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'",
+    )
+    .bind(lease.run_id)
+    .bind(&lease.owner)
+    .bind(lease.epoch)
+    .bind(ttl.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// How a committed iteration leaves the run.
+#[derive(Debug, Clone)]
+pub enum Next {
+    /// Another iteration follows: push its step task.
+    Continue,
+    /// The run ends in `status` with this result.
+    Finish(Finish),
+}
+
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub status: RunStatus,
+    pub result: Value,
+    pub category: String,
+    pub confidence: f32,
+    /// Set when the run goes to the review queue.
+    pub review_reason: Option<String>,
+}
+
+/// The journal row of one executed iteration.
+#[derive(Debug, Clone)]
+pub struct Checkpoint<'a> {
+    pub record: &'a StepRecord,
+    pub attempt: i32,
+    pub worker_id: &'a str,
+    pub tool_ms: i32,
+    pub step_ms: i32,
+    /// Set by the iteration that computed the failure's fingerprint.
+    pub fingerprint: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    Committed,
+    /// The lease was lost: nothing was written.
+    Fenced,
+}
+
+/// running -> queued (next step pushed) or a terminal state, together with
+/// the iteration's checkpoint and any review item, in one transaction fenced
+/// by the lease epoch.
+pub async fn commit_step(pool: &PgPool, lease: &Lease, cp: &Checkpoint<'_>, next: &Next) -> sqlx::Result<CommitOutcome> {
+    let mut tx = pool.begin().await?;
+    let (status, result, category, confidence) = match next {
+        Next::Continue => (RunStatus::Queued, None, None, None),
+        Next::Finish(f) => (f.status, Some(&f.result), Some(f.category.as_str()), Some(f.confidence)),
+    };
+    let priority: Option<i32> = sqlx::query_scalar(
+        "UPDATE analysis_runs
+         SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
+             lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(),
+             fingerprint = coalesce($6, fingerprint),
+             result = coalesce($7, result), category = coalesce($8, category),
+             confidence = coalesce($9, confidence),
+             finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
+           AND status = 'running'
+         RETURNING priority",
+    )
+    .bind(lease.run_id)
+    .bind(&lease.owner)
+    .bind(lease.epoch)
+    .bind(cp.record.iteration)
+    .bind(status.as_str())
+    .bind(&cp.fingerprint)
+    .bind(result)
+    .bind(category)
+    .bind(confidence)
+    .bind(status.is_terminal())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(priority) = priority else {
+        tx.rollback().await?;
+        return Ok(CommitOutcome::Fenced);
+    };
+
+    super::steps::insert_in_tx(&mut tx, lease, cp).await?;
+    match next {
+        Next::Continue => {
+            let step = StepTask { run_id: lease.run_id, iteration: cp.record.iteration + 1, attempt: 0 };
+            queue::push_step(&mut tx, &step, priority, None).await.map_err(queue_error)?;
+        }
+        Next::Finish(f) => {
+            if let Some(reason) = &f.review_reason {
+                review::insert_in_tx(&mut tx, lease.run_id, reason, Some(&f.category), Some(f.confidence)).await?;
+            }
+            notify_finished(&mut tx, lease.run_id).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(CommitOutcome::Committed)
+}
+
+/// What happened to a failed attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FailureOutcome {
+    /// running -> retry_wait; the retry task is queued for `next_attempt_at`.
+    Retrying { attempt: i32, next_attempt_at: DateTime<Utc> },
+    /// running -> failed, with a review item (dead letter, I1).
+    DeadLettered { attempt: i32 },
+    /// The lease was lost: nothing was written.
+    Fenced,
+}
+
+/// The SET clause shared by a failed attempt and an expired lease (table
+/// alias `r`): counts the attempt, schedules the retry with capped
+/// exponential backoff and jitter computed from the stored attempt count, or
+/// dead-letters the run. Placeholders: `{e}` error, `{t}` transient,
+/// `{b}` base seconds, `{c}` cap seconds.
+const FAIL_ATTEMPT_SET: &str = "
+    attempts = r.attempts + 1, last_error = {e}, lease_owner = NULL, lease_expires_at = NULL,
+    lease_epoch = r.lease_epoch + 1, updated_at = now(),
+    status = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN 'retry_wait' ELSE 'failed' END,
+    next_attempt_at = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts
+        THEN now() + make_interval(secs => least({c}, {b} * power(2, r.attempts)) * (1 + 0.25 * random()))
+        ELSE now() END,
+    failure_reason = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN NULL
+        ELSE format('iteration %s failed after %s attempt(s): %s', r.iteration + 1, r.attempts + 1, {e}) END,
+    finished_at = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN NULL ELSE now() END";
+
+const FAIL_RETURNING: &str = "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority";
+
+/// [`FAIL_ATTEMPT_SET`] with its four parameters numbered from `$first`.
+fn fail_attempt_set(first: usize) -> String {
+    FAIL_ATTEMPT_SET
+        .replace("{e}", &format!("${first}"))
+        .replace("{t}", &format!("${}", first + 1))
+        .replace("{b}", &format!("${}", first + 2))
+        .replace("{c}", &format!("${}", first + 3))
+}
+
+#[derive(sqlx::FromRow)]
+struct Failed {
+    id: Uuid,
+    status: String,
+    iteration: i32,
+    attempts: i32,
+    next_attempt_at: DateTime<Utc>,
+    priority: i32,
+}
+
+/// running -> retry_wait | failed for the lease holder's current attempt.
+pub async fn record_failure(
+    pool: &PgPool,
+    lease: &Lease,
+    error: &str,
+    transient: bool,
+    backoff: Backoff,
+) -> sqlx::Result<FailureOutcome> {
+    let mut tx = pool.begin().await?;
+    let sql = format!(
+        "UPDATE analysis_runs r SET {}
+         WHERE r.id = $1 AND r.lease_owner = $2 AND r.lease_epoch = $3 AND r.status = 'running'
+         {FAIL_RETURNING}",
+        fail_attempt_set(4)
+    );
+    let failed: Option<Failed> = sqlx::query_as(AssertSqlSafe(sql))
+        .bind(lease.run_id)
+        .bind(&lease.owner)
+        .bind(lease.epoch)
+        .bind(error)
+        .bind(transient)
+        .bind(backoff.base.as_secs_f64())
+        .bind(backoff.max.as_secs_f64())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(failed) = failed else {
+        tx.rollback().await?;
+        return Ok(FailureOutcome::Fenced);
+    };
+    let outcome = after_failure(&mut tx, &failed, error, transient, Some(&lease.owner)).await?;
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Records the attempt, then queues the retry or dead-letters the run.
+async fn after_failure(
+    tx: &mut Transaction<'_, Postgres>,
+    f: &Failed,
+    error: &str,
+    transient: bool,
+    worker: Option<&str>,
+) -> sqlx::Result<FailureOutcome> {
+    let retrying = f.status == RunStatus::RetryWait.as_str();
+    super::steps::insert_attempt_in_tx(
+        tx,
+        f.id,
+        f.iteration + 1,
+        f.attempts,
+        error,
+        transient,
+        worker,
+        retrying.then_some(f.next_attempt_at),
+    )
+    .await?;
+    if retrying {
+        let step = StepTask { run_id: f.id, iteration: f.iteration + 1, attempt: f.attempts };
+        queue::push_step(tx, &step, f.priority, Some(f.next_attempt_at)).await.map_err(queue_error)?;
+        Ok(FailureOutcome::Retrying { attempt: f.attempts, next_attempt_at: f.next_attempt_at })
+    } else {
+        let reason = format!("failed: {error}");
+        review::insert_in_tx(tx, f.id, &reason, None, None).await?;
+        notify_finished(tx, f.id).await?;
+        Ok(FailureOutcome::DeadLettered { attempt: f.attempts })
+    }
+}
+
+/// running -> queued without counting an attempt (graceful shutdown): the
+/// step task is pushed again and the epoch bumped, so our own late commit
+/// would be fenced.
+pub async fn release(pool: &PgPool, lease: &Lease) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let row: Option<(i32, i32, i32)> = sqlx::query_as(
+        "UPDATE analysis_runs
+         SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+             lease_epoch = lease_epoch + 1, updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'
+         RETURNING iteration, attempts, priority",
+    )
+    .bind(lease.run_id)
+    .bind(&lease.owner)
+    .bind(lease.epoch)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((iteration, attempt, priority)) = row else {
+        tx.rollback().await?;
+        return Ok(false);
+    };
+    let step = StepTask { run_id: lease.run_id, iteration: iteration + 1, attempt };
+    queue::push_step(&mut tx, &step, priority, None).await.map_err(queue_error)?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// running (lease expired) -> retry_wait | failed: a worker that stopped
+/// renewing its lease is presumed dead; its attempt counts, and the retry is
+/// queued with the usual backoff. Returns how many runs were recovered.
+pub async fn reconcile_expired(pool: &PgPool, backoff: Backoff, limit: i64) -> sqlx::Result<usize> {
+    let mut tx = pool.begin().await?;
+    let sql = format!(
+        "WITH expired AS (
+             SELECT id FROM analysis_runs
+             WHERE status = 'running' AND lease_expires_at < now()
+             ORDER BY lease_expires_at LIMIT $1
+             FOR UPDATE SKIP LOCKED)
+         UPDATE analysis_runs r SET {}
+         FROM expired WHERE r.id = expired.id
+         {FAIL_RETURNING}",
+        fail_attempt_set(2)
+    );
+    let error = "lease expired: the worker stopped renewing it (crashed or hung)";
+    let rows: Vec<Failed> = sqlx::query_as(AssertSqlSafe(sql))
+        .bind(limit)
+        .bind(error)
+        .bind(true)
+        .bind(backoff.base.as_secs_f64())
+        .bind(backoff.max.as_secs_f64())
+        .fetch_all(&mut *tx)
+        .await?;
+    for failed in &rows {
+        after_failure(&mut tx, failed, error, true, None).await?;
+    }
+    tx.commit().await?;
+    Ok(rows.len())
+}
+
+async fn notify_finished(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(FINISHED_CHANNEL)
+        .bind(run_id.to_string())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+fn queue_error(e: apalis_postgres::Error) -> sqlx::Error {
+    match e {
+        apalis_postgres::Error::Database(db) => db,
+        other => sqlx::Error::Protocol(format!("queue push failed: {other}")),
+    }
+}
+
+/// Past runs whose failure had the same fingerprint (the error library's
+/// exact-match tier), newest first.
+pub async fn similar_by_fingerprint(
+    pool: &PgPool,
+    fingerprint: &str,
+    exclude: Uuid,
+    limit: i64,
+) -> sqlx::Result<Vec<RunRow>> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {RUN_COLUMNS} FROM analysis_runs
+         WHERE fingerprint = $1 AND id <> $2 AND status IN ('completed', 'needs_review')
+           AND result IS NOT NULL
+         ORDER BY finished_at DESC NULLS LAST LIMIT $3"
+    )))
+    .bind(fingerprint)
+    .bind(exclude)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// Counts runs by status (for summaries and benchmarks).
+pub async fn count_by_status(pool: &PgPool) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as("SELECT status, count(*) FROM analysis_runs GROUP BY status ORDER BY status")
+        .fetch_all(pool)
+        .await
+}

@@ -1,0 +1,184 @@
+//! Domain types shared by the producer, the workers and the CLI.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::{fmt, str::FromStr};
+use uuid::Uuid;
+
+/// What kind of failure a run found (DESIGN.md "The agent").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Category {
+    CodeError,
+    InfraError,
+    ConfigError,
+    DependencyError,
+    TestFailure,
+    Unknown,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::CodeError,
+        Category::InfraError,
+        Category::ConfigError,
+        Category::DependencyError,
+        Category::TestFailure,
+        Category::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::CodeError => "CODE_ERROR",
+            Category::InfraError => "INFRA_ERROR",
+            Category::ConfigError => "CONFIG_ERROR",
+            Category::DependencyError => "DEPENDENCY_ERROR",
+            Category::TestFailure => "TEST_FAILURE",
+            Category::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Category::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("unknown category {s:?}"))
+    }
+}
+
+/// Where a run is in its lifecycle (the `analysis_runs.status` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    RetryWait,
+    Completed,
+    NeedsReview,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::RetryWait => "retry_wait",
+            RunStatus::Completed => "completed",
+            RunStatus::NeedsReview => "needs_review",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// A terminal state is one of the three outcomes of I1.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, RunStatus::Completed | RunStatus::NeedsReview | RunStatus::Failed)
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "queued" => RunStatus::Queued,
+            "running" => RunStatus::Running,
+            "retry_wait" => RunStatus::RetryWait,
+            "completed" => RunStatus::Completed,
+            "needs_review" => RunStatus::NeedsReview,
+            "failed" => RunStatus::Failed,
+            other => return Err(format!("unknown run status {other:?}")),
+        })
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The payload of one queue task: "execute iteration `iteration` of `run_id`,
+/// as attempt `attempt`". A task whose iteration or attempt no longer matches
+/// the run is stale and is dropped at claim time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTask {
+    pub run_id: Uuid,
+    /// The iteration to execute, 1-based.
+    pub iteration: i32,
+    pub attempt: i32,
+}
+
+impl StepTask {
+    /// The idempotency key of this delivery (`run_id/iteration/attempt`).
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.run_id, self.iteration, self.attempt)
+    }
+}
+
+/// One committed checkpoint of the journal (`run_steps`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub iteration: i32,
+    pub thought: String,
+    /// A tool name, or `final_answer`.
+    pub action: String,
+    pub action_input: Value,
+    pub observation: Value,
+    pub is_final: bool,
+}
+
+pub const FINAL_ANSWER: &str = "final_answer";
+
+/// A citation: the iteration whose observation supports a claim, and the
+/// quoted text that must appear in that observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub iteration: i32,
+    pub quote: String,
+}
+
+/// The structured result of an analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinalAnswer {
+    pub category: Category,
+    pub root_cause: String,
+    pub fix: String,
+    pub evidence: Vec<Evidence>,
+    /// The verified confidence (0..=1) the run was routed with.
+    pub confidence: f32,
+    /// How the confidence was made up, for humans.
+    #[serde(default)]
+    pub confidence_parts: Value,
+    /// Knowledge-base entries the answer relied on.
+    #[serde(default)]
+    pub kb_refs: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_round_trip_through_their_names() {
+        for c in Category::ALL {
+            assert_eq!(c.as_str().parse::<Category>().unwrap(), c);
+            assert_eq!(serde_json::to_value(c).unwrap(), Value::String(c.as_str().into()));
+        }
+        assert!("NOT_A_CATEGORY".parse::<Category>().is_err());
+    }
+
+    #[test]
+    fn only_outcomes_are_terminal() {
+        assert!(RunStatus::NeedsReview.is_terminal());
+        assert!(!RunStatus::RetryWait.is_terminal());
+    }
+}

@@ -1,0 +1,293 @@
+//! One queue task = one ReAct iteration, executed as a checkpointed step:
+//!
+//! 1. **claim** the run's lease for the task's (iteration, attempt), bumping
+//!    the epoch; a stale task is dropped;
+//! 2. **rebuild** the state from the journal (`run_steps`);
+//! 3. **decide** (reasoner) and **act** (tool, audited and timed out), or
+//!    **verify** a final answer and route it;
+//! 4. **commit** checkpoint + run update + next step task (or result and
+//!    review item) in one transaction fenced by the epoch.
+//!
+//! While the step runs, the lease is renewed every third of its TTL; if it is
+//! lost the step stops. Transient errors become a durable retry (attempt
+//! count and next attempt time in Postgres); permanent ones dead-letter the
+//! run into the review queue.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use faultline_shared::{
+    FinalAnswer, Settings, StepRecord, StepTask,
+    storage::{
+        self, events,
+        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next},
+        steps,
+    },
+    types::{FINAL_ANSWER, RunStatus},
+};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::{
+    agent::{
+        AgentState, Decision, Reasoner,
+        verify::{self, Route},
+    },
+    tools::{ToolBelt, ToolContext, ToolError},
+};
+
+/// What happened to one step task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    /// The iteration was committed; `finished` when the run reached a terminal state.
+    Committed { iteration: i32, finished: Option<RunStatus> },
+    /// The task no longer matched the run (already done, superseded, or held).
+    Stale,
+    /// Our lease was lost before the commit: nothing was written.
+    Fenced,
+    /// A transient failure; the retry is scheduled in Postgres.
+    Retrying { attempt: i32 },
+    /// Out of attempts or a permanent failure: the run failed into review.
+    DeadLettered,
+    /// Shutdown: the lease was handed back and the step re-queued.
+    Released,
+}
+
+/// Why an iteration could not be committed.
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error("{0}")]
+    Transient(String),
+    #[error("{0}")]
+    Permanent(String),
+}
+
+impl From<sqlx::Error> for StepError {
+    fn from(e: sqlx::Error) -> Self {
+        if storage::is_transient(&e) {
+            StepError::Transient(format!("database: {e}"))
+        } else {
+            StepError::Permanent(format!("database: {e}"))
+        }
+    }
+}
+
+/// Everything a worker needs to execute steps; shared by all concurrent steps.
+pub struct Engine {
+    pub pool: PgPool,
+    pub settings: Settings,
+    pub worker_id: String,
+    pub tools: ToolBelt,
+    pub reasoner: Arc<dyn Reasoner>,
+    /// Flips to true on SIGTERM.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl Engine {
+    fn backoff(&self) -> Backoff {
+        Backoff { base: self.settings.retry_base, max: self.settings.retry_max }
+    }
+
+    /// Executes one step task end to end (see the module doc).
+    #[tracing::instrument(skip_all, fields(run_id = %task.run_id, iteration = task.iteration, attempt = task.attempt))]
+    pub async fn run_step(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
+        let ttl = self.settings.lease_ttl;
+        let Some((lease, run)) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
+            return Ok(StepOutcome::Stale);
+        };
+        let started = Instant::now();
+        let (lost_tx, mut lost_rx) = watch::channel(false);
+        let keeper = tokio::spawn(keep_lease(self.pool.clone(), lease.clone(), ttl, lost_tx));
+        let mut shutdown = self.shutdown.clone();
+        let grace = self.settings.shutdown_grace;
+
+        let outcome = tokio::select! {
+            result = self.execute(&lease, &run, task.attempt, started) => match result {
+                Ok(outcome) => outcome,
+                Err(StepError::Transient(msg)) => self.fail(&lease, &msg, true).await?,
+                Err(StepError::Permanent(msg)) => self.fail(&lease, &msg, false).await?,
+            },
+            _ = async { let _ = lost_rx.wait_for(|lost| *lost).await; } => {
+                warn!("lease lost mid-step; abandoning the iteration");
+                StepOutcome::Fenced
+            }
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; tokio::time::sleep(grace).await } => {
+                warn!("shutdown grace period over; releasing the step");
+                if runs::release(&self.pool, &lease).await? { StepOutcome::Released } else { StepOutcome::Fenced }
+            }
+        };
+        keeper.abort();
+        Ok(outcome)
+    }
+
+    async fn fail(&self, lease: &Lease, msg: &str, transient: bool) -> anyhow::Result<StepOutcome> {
+        warn!(error = msg, transient, "step failed");
+        Ok(match runs::record_failure(&self.pool, lease, msg, transient, self.backoff()).await? {
+            FailureOutcome::Retrying { attempt, .. } => StepOutcome::Retrying { attempt },
+            FailureOutcome::DeadLettered { .. } => StepOutcome::DeadLettered,
+            FailureOutcome::Fenced => StepOutcome::Fenced,
+        })
+    }
+
+    /// Rebuilds the state, runs one iteration and commits it.
+    async fn execute(
+        &self,
+        lease: &Lease,
+        run: &runs::RunRow,
+        attempt: i32,
+        started: Instant,
+    ) -> Result<StepOutcome, StepError> {
+        let event = events::get(&self.pool, run.event_id)
+            .await?
+            .ok_or_else(|| StepError::Permanent(format!("event {} of run {} is missing", run.event_id, run.id)))?;
+        let journal: Vec<StepRecord> = steps::list(&self.pool, run.id).await?.iter().map(|s| s.record()).collect();
+        let iteration = run.iteration + 1;
+        if journal.len() as i32 != run.iteration {
+            return Err(StepError::Permanent(format!(
+                "journal has {} rows but the run committed {} iterations",
+                journal.len(),
+                run.iteration
+            )));
+        }
+        let state = AgentState { event: &event, journal: &journal, iteration, max_iterations: run.max_iterations };
+        let decision = self.reasoner.decide(&state);
+
+        let mut tool_ms = 0;
+        let mut fingerprint = None;
+        let (record, next) = match decision {
+            Decision::Act { thought, tool, input } => {
+                let tool_started = Instant::now();
+                let observation = self.act(run, iteration, &journal, &tool, &input).await?;
+                tool_ms = tool_started.elapsed().as_millis() as i32;
+                if let Some(fp) = observation["fingerprint"].as_str().filter(|f| !f.is_empty()) {
+                    fingerprint = Some(fp.to_string());
+                }
+                let record = StepRecord { iteration, thought, action: tool, action_input: input, observation, is_final: false };
+                (record, Next::Continue)
+            }
+            Decision::Answer { thought, draft } => {
+                let self_corrected = journal.iter().any(|s| s.action == FINAL_ANSWER && !s.is_final);
+                let may_self_correct = !self_corrected && iteration + 1 < run.max_iterations;
+                let verdict = verify::verify(&draft, &journal, self.settings.thresholds, may_self_correct);
+                let answer = FinalAnswer {
+                    category: draft.category,
+                    root_cause: draft.root_cause.clone(),
+                    fix: draft.fix.clone(),
+                    evidence: verdict.grounded.clone(),
+                    confidence: verdict.confidence,
+                    confidence_parts: verdict.parts.clone(),
+                    kb_refs: draft.kb_refs.clone(),
+                };
+                let answer_json = serde_json::to_value(&answer).map_err(|e| StepError::Permanent(e.to_string()))?;
+                let (verdict_name, next) = match &verdict.route {
+                    Route::Complete => ("complete", finish(RunStatus::Completed, &answer, &answer_json, None)),
+                    Route::Review { reason } => {
+                        ("review", finish(RunStatus::NeedsReview, &answer, &answer_json, Some(reason.clone())))
+                    }
+                    Route::SelfCorrect { .. } => ("self_correct", Next::Continue),
+                };
+                let observation = json!({
+                    "verdict": verdict_name,
+                    "confidence": verdict.confidence,
+                    "grounding": verdict.grounding,
+                    "rejected_citations": verdict.rejected,
+                    "feedback": match &verdict.route { Route::SelfCorrect { feedback } => Value::String(feedback.clone()), Route::Review { reason } => Value::String(reason.clone()), Route::Complete => Value::Null },
+                    "answer": answer_json,
+                });
+                let is_final = !matches!(verdict.route, Route::SelfCorrect { .. });
+                let record = StepRecord {
+                    iteration,
+                    thought,
+                    action: FINAL_ANSWER.to_string(),
+                    action_input: serde_json::to_value(&draft).unwrap_or(Value::Null),
+                    observation,
+                    is_final,
+                };
+                (record, next)
+            }
+        };
+
+        if let Some(delay) = self.settings.chaos.step_delay {
+            tokio::time::sleep(delay).await;
+        }
+        let cp = Checkpoint {
+            record: &record,
+            attempt,
+            worker_id: &self.worker_id,
+            tool_ms,
+            step_ms: started.elapsed().as_millis() as i32,
+            fingerprint,
+        };
+        let finished = match &next {
+            Next::Finish(f) => Some(f.status),
+            Next::Continue => None,
+        };
+        match runs::commit_step(&self.pool, lease, &cp, &next).await? {
+            CommitOutcome::Committed => {
+                info!(action = %record.action, ?finished, "iteration committed");
+                Ok(StepOutcome::Committed { iteration, finished })
+            }
+            CommitOutcome::Fenced => {
+                warn!("commit fenced: another worker holds this run now");
+                Ok(StepOutcome::Fenced)
+            }
+        }
+    }
+
+    /// Runs a tool call, or reuses the journaled result of an identical call
+    /// in this run. Invalid calls become error observations for the reasoner.
+    async fn act(
+        &self,
+        run: &runs::RunRow,
+        iteration: i32,
+        journal: &[StepRecord],
+        tool: &str,
+        input: &Value,
+    ) -> Result<Value, StepError> {
+        if let Some(previous) = journal.iter().find(|s| s.action == tool && &s.action_input == input) {
+            return Ok(json!({"cached_from_iteration": previous.iteration, "result": previous.observation}));
+        }
+        let ctx = ToolContext { pool: self.pool.clone(), run_id: run.id, event_id: run.event_id };
+        let audit = steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
+        let result = self.tools.call(&ctx, tool, input).await;
+        steps::tool_finished(&self.pool, audit, result.is_ok()).await?;
+        match result {
+            Ok(observation) => Ok(observation),
+            Err(ToolError::Invalid(msg)) => Ok(json!({"error": msg})),
+            Err(ToolError::Transient(msg)) => Err(StepError::Transient(msg)),
+            Err(ToolError::Failed(msg)) => Ok(json!({"error": msg})),
+        }
+    }
+}
+
+fn finish(status: RunStatus, answer: &FinalAnswer, json: &Value, review_reason: Option<String>) -> Next {
+    Next::Finish(Finish {
+        status,
+        result: json.clone(),
+        category: answer.category.as_str().to_string(),
+        confidence: answer.confidence,
+        review_reason,
+    })
+}
+
+/// Renews the lease every third of its TTL; signals `lost` when it cannot.
+async fn keep_lease(pool: PgPool, lease: Lease, ttl: Duration, lost: watch::Sender<bool>) {
+    let period = ttl / 3;
+    loop {
+        tokio::time::sleep(period).await;
+        match runs::renew_lease(&pool, &lease, ttl).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = lost.send(true);
+                return;
+            }
+            // A failed renewal is retried at the next period; the lease only
+            // lapses if renewals keep failing for a whole TTL.
+            Err(e) => warn!(error = %e, "lease renewal failed"),
+        }
+    }
+}

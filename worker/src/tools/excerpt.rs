@@ -1,0 +1,112 @@
+//! `log_excerpt`: the lines that explain the failure, streamed from the
+//! stored log (one chunk in memory at a time), classified by the signature
+//! table and fingerprinted for the error library.
+
+use std::io::BufRead;
+
+use faultline_shared::{
+    kb::Classifier,
+    logs::{self, ExcerptOptions},
+    storage::events::StoredLogReader,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError};
+
+/// Longest line text put into an observation.
+const MAX_LINE_CHARS: usize = 600;
+
+pub struct LogExcerpt;
+
+impl Tool for LogExcerpt {
+    fn name(&self) -> &'static str {
+        super::LOG_EXCERPT
+    }
+    fn description(&self) -> &'static str {
+        "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "mode": {"type": "string", "enum": ["failure", "tail"], "description": "which lines to return"},
+            "max_lines": {"type": "integer", "minimum": 5, "maximum": 200}}})
+    }
+    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let tail = input["mode"] == "tail";
+            let max_lines = input["max_lines"].as_u64().unwrap_or(if tail { 60 } else { 40 }) as usize;
+            let (pool, event_id) = (ctx.pool.clone(), ctx.event_id);
+            let handle = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                let reader = StoredLogReader::new(pool, event_id, handle);
+                read(reader, tail, max_lines)
+            })
+            .await
+            .map_err(|e| ToolError::Failed(format!("excerpt task panicked: {e}")))?
+        })
+    }
+}
+
+fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, ToolError> {
+    let io_err = |e: std::io::Error| ToolError::Transient(format!("reading the stored log: {e}"));
+    let excerpt = if tail {
+        tail_lines(reader, max_lines).map_err(io_err)?
+    } else {
+        logs::excerpt_reader(reader, &ExcerptOptions { max_lines, ..ExcerptOptions::default() }).map_err(io_err)?
+    };
+    let cleaned: Vec<(u64, String)> =
+        excerpt.lines.iter().map(|l| (l.line_no, logs::clean_line(&l.text).trim().to_string())).collect();
+    let classification = Classifier::builtin().classify(&cleaned);
+    // Fingerprint the lines that carry the failure: signature hits first,
+    // else the strongest excerpt lines.
+    let mut key_lines: Vec<String> = classification.hits.iter().take(3).map(|h| h.line.clone()).collect();
+    if key_lines.is_empty() {
+        let mut scored: Vec<_> = excerpt.lines.iter().zip(&cleaned).filter(|(_, c)| !c.1.is_empty()).collect();
+        scored.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(a.0.line_no.cmp(&b.0.line_no)));
+        key_lines = scored.iter().take(3).map(|(_, c)| c.1.clone()).collect();
+    }
+    let refs: Vec<&str> = key_lines.iter().map(String::as_str).collect();
+    let fingerprint = if refs.is_empty() { String::new() } else { logs::fingerprint(&refs) };
+    let lines: Vec<Value> = excerpt
+        .lines
+        .iter()
+        .zip(&cleaned)
+        .map(|(l, c)| json!({"n": l.line_no, "text": truncate(&c.1)}))
+        .collect();
+    Ok(json!({
+        "mode": if tail { "tail" } else { "failure" },
+        "lines": lines,
+        "total_lines": excerpt.total_lines,
+        "total_bytes": excerpt.total_bytes,
+        "classification": classification,
+        "error_lines": key_lines,
+        "fingerprint": fingerprint,
+    }))
+}
+
+/// The last `n` lines, streamed.
+fn tail_lines(reader: impl BufRead, n: usize) -> std::io::Result<logs::Excerpt> {
+    let mut ring = std::collections::VecDeque::with_capacity(n + 1);
+    let (mut total_lines, mut total_bytes) = (0u64, 0u64);
+    for line in reader.split(b'\n') {
+        let line = line?;
+        total_lines += 1;
+        total_bytes += line.len() as u64 + 1;
+        ring.push_back(logs::ExcerptLine {
+            line_no: total_lines,
+            text: String::from_utf8_lossy(&line).into_owned(),
+            score: 0.0,
+        });
+        if ring.len() > n {
+            ring.pop_front();
+        }
+    }
+    Ok(logs::Excerpt { lines: ring.into(), total_lines, total_bytes })
+}
+
+fn truncate(s: &str) -> String {
+    match s.char_indices().nth(MAX_LINE_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}

@@ -1,0 +1,184 @@
+//! The tool belt. Every tool is read-only, describes its arguments with a
+//! JSON schema, runs under a timeout, and is audited in `tool_invocations`
+//! before it executes. Results are journaled by the engine and reused from
+//! the journal when the same call repeats within a run (per-run cache).
+
+mod excerpt;
+mod knowledge;
+mod similar;
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub const LOG_EXCERPT: &str = "log_excerpt";
+pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
+pub const SIMILAR_FAILURES: &str = "similar_failures";
+
+/// What a tool may read.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub pool: PgPool,
+    pub run_id: Uuid,
+    pub event_id: Uuid,
+}
+
+/// Why a tool call produced no observation.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ToolError {
+    /// Worth retrying the step (timeout, lost connection).
+    #[error("transient tool failure: {0}")]
+    Transient(String),
+    /// The call itself is wrong (unknown tool, bad arguments): reported back
+    /// to the reasoner as an error observation.
+    #[error("{0}")]
+    Invalid(String),
+    /// The tool failed for good.
+    #[error("tool failed: {0}")]
+    Failed(String),
+}
+
+impl From<sqlx::Error> for ToolError {
+    fn from(e: sqlx::Error) -> Self {
+        if faultline_shared::storage::is_transient(&e) {
+            ToolError::Transient(format!("database: {e}"))
+        } else {
+            ToolError::Failed(format!("database: {e}"))
+        }
+    }
+}
+
+/// One tool: its name, what it does, its argument schema, and how to run it.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments object.
+    fn schema(&self) -> Value;
+    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>>;
+}
+
+/// The registry of tools a reasoner may call.
+#[derive(Clone)]
+pub struct ToolBelt {
+    tools: Vec<Arc<dyn Tool>>,
+    timeout: Duration,
+    chaos_delay: Option<Duration>,
+}
+
+impl ToolBelt {
+    /// The tools of this build, each call bounded by `timeout`.
+    pub fn standard(timeout: Duration, chaos_delay: Option<Duration>) -> Self {
+        Self {
+            tools: vec![
+                Arc::new(excerpt::LogExcerpt),
+                Arc::new(knowledge::SearchKnowledge),
+                Arc::new(similar::SimilarFailures),
+            ],
+            timeout,
+            chaos_delay,
+        }
+    }
+
+    /// Name, description and schema of every tool (what an LLM is offered).
+    pub fn describe(&self) -> Vec<Value> {
+        self.tools
+            .iter()
+            .map(|t| serde_json::json!({"name": t.name(), "description": t.description(), "parameters": t.schema()}))
+            .collect()
+    }
+
+    /// Validates and runs one call under the timeout.
+    pub async fn call(&self, ctx: &ToolContext, name: &str, input: &Value) -> Result<Value, ToolError> {
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| ToolError::Invalid(format!("unknown tool {name:?}; available: {}", self.names().join(", "))))?;
+        validate(&tool.schema(), input).map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
+        let work = async {
+            if let Some(delay) = self.chaos_delay {
+                tokio::time::sleep(delay).await;
+            }
+            tool.call(ctx, input).await
+        };
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(ToolError::Transient(format!("{name} timed out after {} ms", self.timeout.as_millis()))),
+        }
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+}
+
+/// A small JSON-schema check covering what our schemas use: an object with
+/// typed properties, required keys, no unknown keys, enums, integer ranges.
+pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
+    let Some(obj) = input.as_object() else {
+        return Err("arguments must be a JSON object".into());
+    };
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    for key in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        if !obj.contains_key(key) {
+            return Err(format!("missing required field {key:?}"));
+        }
+    }
+    for (key, value) in obj {
+        let Some(prop) = props.get(key) else {
+            return Err(format!("unknown field {key:?}"));
+        };
+        let ok = match prop["type"].as_str() {
+            Some("string") => value.is_string(),
+            Some("integer") => value.is_i64() || value.is_u64(),
+            Some("number") => value.is_number(),
+            Some("boolean") => value.is_boolean(),
+            _ => true,
+        };
+        if !ok {
+            return Err(format!("field {key:?} must be a {}", prop["type"].as_str().unwrap_or("value")));
+        }
+        if let Some(allowed) = prop["enum"].as_array() {
+            if !allowed.contains(value) {
+                return Err(format!("field {key:?} must be one of {}", Value::Array(allowed.clone())));
+            }
+        }
+        if let (Some(n), Some(min)) = (value.as_i64(), prop["minimum"].as_i64()) {
+            if n < min {
+                return Err(format!("field {key:?} must be >= {min}"));
+            }
+        }
+        if let (Some(n), Some(max)) = (value.as_i64(), prop["maximum"].as_i64()) {
+            if n > max {
+                return Err(format!("field {key:?} must be <= {max}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "mode": {"type": "string", "enum": ["failure", "tail"]}}, "required": ["query"]})
+    }
+
+    #[test]
+    fn schema_violations_are_named() {
+        assert_eq!(validate(&schema(), &json!({"query": "x", "limit": 3})), Ok(()));
+        assert!(validate(&schema(), &json!({})).unwrap_err().contains("query"));
+        assert!(validate(&schema(), &json!({"query": 1})).unwrap_err().contains("string"));
+        assert!(validate(&schema(), &json!({"query": "x", "limit": 99})).unwrap_err().contains("<= 20"));
+        assert!(validate(&schema(), &json!({"query": "x", "mode": "all"})).unwrap_err().contains("one of"));
+        assert!(validate(&schema(), &json!({"query": "x", "rm": "-rf"})).unwrap_err().contains("unknown field"));
+        assert!(validate(&schema(), &json!("query")).is_err());
+    }
+}
