@@ -37,9 +37,15 @@ pub struct EnqueueArgs {
 }
 
 /// Stores the log as an event and creates its run (or finds the existing one).
-pub async fn enqueue(pool: &PgPool, settings: &Settings, args: &EnqueueArgs) -> anyhow::Result<Ingested> {
+pub async fn enqueue(
+    pool: &PgPool,
+    settings: &Settings,
+    args: &EnqueueArgs,
+) -> anyhow::Result<Ingested> {
     let path = &args.file;
-    let meta = tokio::fs::metadata(path).await.with_context(|| format!("cannot read {}", path.display()))?;
+    let meta = tokio::fs::metadata(path)
+        .await
+        .with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
         bail!("{} is not a regular file", path.display());
     }
@@ -58,17 +64,27 @@ pub async fn enqueue(pool: &PgPool, settings: &Settings, args: &EnqueueArgs) -> 
         payload: serde_json::json!({"path": path.display().to_string()}),
         ..NewEvent::default()
     };
-    let file = tokio::fs::File::open(path).await.with_context(|| format!("cannot open {}", path.display()))?;
+    let file = tokio::fs::File::open(path)
+        .await
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let limits = RunLimits {
         max_iterations: settings.max_iterations,
         max_attempts: settings.max_attempts,
-        priority: if args.bulk { PRIORITY_BULK } else { PRIORITY_LIVE },
+        priority: if args.bulk {
+            PRIORITY_BULK
+        } else {
+            PRIORITY_LIVE
+        },
     };
-    events::ingest(pool, &event, tokio::io::BufReader::new(file), limits).await.context("failed to store the event")
+    events::ingest(pool, &event, tokio::io::BufReader::new(file), limits)
+        .await
+        .context("failed to store the event")
 }
 
 async fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
-    let mut file = tokio::fs::File::open(path).await.with_context(|| format!("cannot open {}", path.display()))?;
+    let mut file = tokio::fs::File::open(path)
+        .await
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -82,7 +98,11 @@ async fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 /// Waits until the run is terminal: woken by NOTIFY, with a poll fallback.
-pub async fn wait_for(pool: &PgPool, run_id: uuid::Uuid, timeout: Duration) -> anyhow::Result<RunRow> {
+pub async fn wait_for(
+    pool: &PgPool,
+    run_id: uuid::Uuid,
+    timeout: Duration,
+) -> anyhow::Result<RunRow> {
     // Listen before the first check so a finish in between is not missed.
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen(FINISHED_CHANNEL).await?;
@@ -90,16 +110,28 @@ pub async fn wait_for(pool: &PgPool, run_id: uuid::Uuid, timeout: Duration) -> a
     let mut warned = false;
     let started = tokio::time::Instant::now();
     loop {
-        let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+        let run = runs::get(pool, run_id)
+            .await?
+            .with_context(|| format!("run {run_id} not found"))?;
         if run.status().is_terminal() {
             return Ok(run);
         }
         let now = tokio::time::Instant::now();
         if now >= deadline {
-            bail!("run {run_id} is still {} after {}s (is a faultline-worker running?)", run.status, timeout.as_secs());
+            bail!(
+                "run {run_id} is still {} after {}s (is a faultline-worker running?)",
+                run.status,
+                timeout.as_secs()
+            );
         }
-        if !warned && run.status == "queued" && run.iteration == 0 && now - started > Duration::from_secs(15) {
-            eprintln!("run {run_id} is still queued: is a faultline-worker running against this database?");
+        if !warned
+            && run.status == "queued"
+            && run.iteration == 0
+            && now - started > Duration::from_secs(15)
+        {
+            eprintln!(
+                "run {run_id} is still queued: is a faultline-worker running against this database?"
+            );
             warned = true;
         }
         let wait = (deadline - now).min(Duration::from_secs(2));

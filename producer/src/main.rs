@@ -89,7 +89,9 @@ enum KbCommand {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()).await {
@@ -102,7 +104,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    if let Command::Excerpt { file, json, max_lines } = &cli.command {
+    if let Command::Excerpt {
+        file,
+        json,
+        max_lines,
+    } = &cli.command
+    {
         return excerpt(file, *json, *max_lines);
     }
     let settings = Settings::from_env().context("invalid configuration")?;
@@ -117,23 +124,42 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ingested = ingest::enqueue(&pool, &settings, &args).await?;
             println!("{}", ingested.run_id);
         }
-        Command::Analyze { enqueue, timeout, json } => {
+        Command::Analyze {
+            enqueue,
+            timeout,
+            json,
+        } => {
             let ingested = ingest::enqueue(&pool, &settings, &enqueue).await?;
             if !ingested.created {
-                eprintln!("this log was already submitted; showing run {}", ingested.run_id);
+                eprintln!(
+                    "this log was already submitted; showing run {}",
+                    ingested.run_id
+                );
             }
-            let run = ingest::wait_for(&pool, ingested.run_id, std::time::Duration::from_secs(timeout)).await?;
+            let run = ingest::wait_for(
+                &pool,
+                ingested.run_id,
+                std::time::Duration::from_secs(timeout),
+            )
+            .await?;
             show::status(&pool, run.id, json).await?;
             return Ok(show::exit_code(&run));
         }
         Command::Status { run, json } => show::status(&pool, run, json).await?,
         Command::Trace { run, json } => show::trace(&pool, run, json).await?,
-        Command::Review { command: ReviewCommand::List { json, limit } } => show::review_list(&pool, json, limit).await?,
-        Command::Kb { command: KbCommand::Load { file } } => {
-            let text = std::fs::read_to_string(&file).with_context(|| format!("failed to read {}", file.display()))?;
-            let entries = kb::parse_entries(&text).with_context(|| format!("{} is not a valid pattern file", file.display()))?;
+        Command::Review {
+            command: ReviewCommand::List { json, limit },
+        } => show::review_list(&pool, json, limit).await?,
+        Command::Kb {
+            command: KbCommand::Load { file },
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("failed to read {}", file.display()))?;
+            let entries = kb::parse_entries(&text)
+                .with_context(|| format!("{} is not a valid pattern file", file.display()))?;
             kb::validate(&entries).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let n = faultline_shared::storage::knowledge::upsert_entries(&pool, &entries, "file").await?;
+            let n = faultline_shared::storage::knowledge::upsert_entries(&pool, &entries, "file")
+                .await?;
             println!("loaded {n} entries from {}", file.display());
         }
         Command::Excerpt { .. } => unreachable!("handled above"),
@@ -144,8 +170,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// Runs the excerpt tool on a local file: plain lines, or JSON with `--json`.
 fn excerpt(file: &std::path::Path, json: bool, max_lines: usize) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    let opts = logs::ExcerptOptions { max_lines, ..logs::ExcerptOptions::default() };
-    let excerpt = logs::excerpt_file(file, &opts).with_context(|| format!("failed to read {}", file.display()))?;
+    let opts = logs::ExcerptOptions {
+        max_lines,
+        ..logs::ExcerptOptions::default()
+    };
+    let excerpt = logs::excerpt_file(file, &opts)
+        .with_context(|| format!("failed to read {}", file.display()))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if json {

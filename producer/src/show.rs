@@ -19,7 +19,9 @@ pub fn exit_code(run: &runs::RunRow) -> ExitCode {
 
 /// Prints a run's status and, when finished, its result.
 pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result<()> {
-    let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+    let run = runs::get(pool, run_id)
+        .await?
+        .with_context(|| format!("run {run_id} not found"))?;
     let event = events::get(pool, run.event_id).await?;
     let item = review::for_run(pool, run_id).await?;
     if as_json {
@@ -27,24 +29,44 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    let name = event.as_ref().and_then(|e| e.log_name.clone().or(e.job_name.clone())).unwrap_or_default();
+    let name = event
+        .as_ref()
+        .and_then(|e| e.log_name.clone().or(e.job_name.clone()))
+        .unwrap_or_default();
     let took = match (run.started_at, run.finished_at) {
         (Some(s), Some(f)) => format!(", {:.2}s", (f - s).num_milliseconds() as f64 / 1000.0),
         _ => String::new(),
     };
-    println!("run {}  {}  {}  ({} iterations{took})", run.id, name, run.status, run.iteration);
+    println!(
+        "run {}  {}  {}  ({} iterations{took})",
+        run.id, name, run.status, run.iteration
+    );
     if let Some(result) = &run.result {
-        println!("  category:   {}   confidence {:.2}", result["category"].as_str().unwrap_or("?"), result["confidence"].as_f64().unwrap_or(0.0));
-        println!("  root cause: {}", result["root_cause"].as_str().unwrap_or(""));
+        println!(
+            "  category:   {}   confidence {:.2}",
+            result["category"].as_str().unwrap_or("?"),
+            result["confidence"].as_f64().unwrap_or(0.0)
+        );
+        println!(
+            "  root cause: {}",
+            result["root_cause"].as_str().unwrap_or("")
+        );
         println!("  fix:        {}", result["fix"].as_str().unwrap_or(""));
         for e in result["evidence"].as_array().into_iter().flatten() {
-            println!("  evidence:   [iteration {}] {}", e["iteration"], e["quote"].as_str().unwrap_or(""));
+            println!(
+                "  evidence:   [iteration {}] {}",
+                e["iteration"],
+                e["quote"].as_str().unwrap_or("")
+            );
         }
     }
     if let Some(reason) = &run.failure_reason {
         println!("  failed:     {reason}");
     } else if let Some(err) = &run.last_error {
-        println!("  last error: {err} (attempt {} of {}, next at {})", run.attempts, run.max_attempts, run.next_attempt_at);
+        println!(
+            "  last error: {err} (attempt {} of {}, next at {})",
+            run.attempts, run.max_attempts, run.next_attempt_at
+        );
     }
     if let Some(item) = item {
         println!("  review:     {} ({})", item.status, item.reason);
@@ -54,7 +76,9 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
 
 /// Prints every iteration of a run with its thought, action and observation.
 pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result<()> {
-    let run = runs::get(pool, run_id).await?.with_context(|| format!("run {run_id} not found"))?;
+    let run = runs::get(pool, run_id)
+        .await?
+        .with_context(|| format!("run {run_id} not found"))?;
     let journal = steps::list(pool, run_id).await?;
     let attempts = steps::list_attempts(pool, run_id).await?;
     if as_json {
@@ -62,18 +86,36 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("run {}  {}  ({} iterations, reasoner {})", run.id, run.status, run.iteration, run.reasoner);
+    println!(
+        "run {}  {}  ({} iterations, reasoner {})",
+        run.id, run.status, run.iteration, run.reasoner
+    );
     for step in &journal {
         println!(
             "\n#{} {} {}   [{} ms tool, {} ms step, attempt {}, worker {}]",
-            step.iteration, step.action, step.action_input, step.tool_ms, step.step_ms, step.attempt, step.worker_id
+            step.iteration,
+            step.action,
+            step.action_input,
+            step.tool_ms,
+            step.step_ms,
+            step.attempt,
+            step.worker_id
         );
         println!("   thought:     {}", step.thought);
-        println!("   observation: {}", summarize(&step.action, &step.observation));
+        println!(
+            "   observation: {}",
+            summarize(&step.action, &step.observation)
+        );
     }
     for a in &attempts {
-        let next = a.next_attempt_at.map(|t| format!(", retry at {t}")).unwrap_or_else(|| ", no retry".into());
-        println!("\nattempt {} of iteration {} failed at {}: {}{next}", a.attempt, a.iteration, a.failed_at, a.error);
+        let next = a
+            .next_attempt_at
+            .map(|t| format!(", retry at {t}"))
+            .unwrap_or_else(|| ", no retry".into());
+        println!(
+            "\nattempt {} of iteration {} failed at {}: {}{next}",
+            a.attempt, a.iteration, a.failed_at, a.error
+        );
     }
     Ok(())
 }
@@ -83,7 +125,11 @@ fn summarize(action: &str, obs: &Value) -> String {
     if let Some(err) = obs["error"].as_str() {
         return format!("error: {err}");
     }
-    let obs = if obs.get("cached_from_iteration").is_some() { &obs["result"] } else { obs };
+    let obs = if obs.get("cached_from_iteration").is_some() {
+        &obs["result"]
+    } else {
+        obs
+    };
     match action {
         "log_excerpt" => {
             let cls = &obs["classification"];
@@ -92,7 +138,13 @@ fn summarize(action: &str, obs: &Value) -> String {
                 .into_iter()
                 .flatten()
                 .take(8)
-                .map(|l| format!("\n      {:>6}: {}", l["n"], l["text"].as_str().unwrap_or("")))
+                .map(|l| {
+                    format!(
+                        "\n      {:>6}: {}",
+                        l["n"],
+                        l["text"].as_str().unwrap_or("")
+                    )
+                })
                 .collect();
             format!(
                 "{} of {} lines; signals {} ({:.2}); fingerprint {}{}",
@@ -109,9 +161,20 @@ fn summarize(action: &str, obs: &Value) -> String {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|m| format!("{} ({}, {:.2})", m["slug"].as_str().unwrap_or(""), m["category"].as_str().unwrap_or(""), m["rank"].as_f64().unwrap_or(0.0)))
+                .map(|m| {
+                    format!(
+                        "{} ({}, {:.2})",
+                        m["slug"].as_str().unwrap_or(""),
+                        m["category"].as_str().unwrap_or(""),
+                        m["rank"].as_f64().unwrap_or(0.0)
+                    )
+                })
                 .collect();
-            if m.is_empty() { "no knowledge-base match".into() } else { m.join(", ") }
+            if m.is_empty() {
+                "no knowledge-base match".into()
+            } else {
+                m.join(", ")
+            }
         }
         "similar_failures" => {
             let m = obs["matches"].as_array().map_or(0, Vec::len);
@@ -146,8 +209,13 @@ pub async fn review_list(pool: &PgPool, as_json: bool, limit: i64) -> anyhow::Re
             i.id,
             i.run_id,
             i.category.as_deref().unwrap_or("-"),
-            i.confidence.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
-            i.log_name.as_deref().or(i.job_name.as_deref()).unwrap_or("-"),
+            i.confidence
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            i.log_name
+                .as_deref()
+                .or(i.job_name.as_deref())
+                .unwrap_or("-"),
             i.reason
         );
     }

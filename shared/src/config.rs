@@ -67,7 +67,11 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Self { auto: 0.85, review: 0.65, self_correct: 0.50 }
+        Self {
+            auto: 0.85,
+            review: 0.65,
+            self_correct: 0.50,
+        }
     }
 }
 
@@ -132,25 +136,45 @@ impl Settings {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let bad = |name, value: String, reason: &str| {
-            Err(ConfigError { name, value, reason: reason.to_string() })
+            Err(ConfigError {
+                name,
+                value,
+                reason: reason.to_string(),
+            })
         };
         if !(1..=50).contains(&self.max_iterations) {
-            return bad("FAULTLINE_MAX_ITERATIONS", self.max_iterations.to_string(), "must be 1..=50");
+            return bad(
+                "FAULTLINE_MAX_ITERATIONS",
+                self.max_iterations.to_string(),
+                "must be 1..=50",
+            );
         }
         if self.max_attempts < 1 {
-            return bad("FAULTLINE_MAX_ATTEMPTS", self.max_attempts.to_string(), "must be >= 1");
+            return bad(
+                "FAULTLINE_MAX_ATTEMPTS",
+                self.max_attempts.to_string(),
+                "must be >= 1",
+            );
         }
         if self.worker_concurrency == 0 {
             return bad("FAULTLINE_WORKER_CONCURRENCY", "0".into(), "must be >= 1");
         }
         if self.lease_ttl < Duration::from_millis(300) {
-            return bad("FAULTLINE_LEASE_TTL_MS", format!("{:?}", self.lease_ttl), "must be >= 300");
+            return bad(
+                "FAULTLINE_LEASE_TTL_MS",
+                format!("{:?}", self.lease_ttl),
+                "must be >= 300",
+            );
         }
         if self.queue_heartbeat.is_zero() {
             return bad("FAULTLINE_QUEUE_HEARTBEAT_SECS", "0".into(), "must be >= 1");
         }
         let t = self.thresholds;
-        if !(0.0 <= t.self_correct && t.self_correct <= t.review && t.review <= t.auto && t.auto <= 1.0) {
+        if !(0.0 <= t.self_correct
+            && t.self_correct <= t.review
+            && t.review <= t.auto
+            && t.auto <= 1.0)
+        {
             return bad(
                 "FAULTLINE_CONFIDENCE_*",
                 format!("{t:?}"),
@@ -195,8 +219,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn settings(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Settings::from_lookup(|k| map.get(k).cloned())
     }
 

@@ -26,18 +26,25 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     use anyhow::Context as _;
     // Serialise concurrent migrators (several workers starting at once).
     let mut lock = pool.acquire().await?;
-    sqlx::query("SELECT pg_advisory_lock(7171001)").execute(&mut *lock).await?;
+    sqlx::query("SELECT pg_advisory_lock(7171001)")
+        .execute(&mut *lock)
+        .await?;
     let result = async {
         apalis_postgres::PostgresStorage::setup(pool)
             .await
             .context("failed to migrate the apalis queue schema")?;
-        MIGRATOR.run(pool).await.context("failed to run Faultline migrations")?;
+        MIGRATOR
+            .run(pool)
+            .await
+            .context("failed to run Faultline migrations")?;
         crate::storage::knowledge::upsert_entries(pool, crate::kb::builtin(), "builtin")
             .await
             .context("failed to load the built-in knowledge base")?;
         anyhow::Ok(())
     }
     .await;
-    sqlx::query("SELECT pg_advisory_unlock(7171001)").execute(&mut *lock).await?;
+    sqlx::query("SELECT pg_advisory_unlock(7171001)")
+        .execute(&mut *lock)
+        .await?;
     result
 }

@@ -81,7 +81,10 @@ impl RunStatus {
 
     /// A terminal state is one of the three outcomes of I1.
     pub fn is_terminal(self) -> bool {
-        matches!(self, RunStatus::Completed | RunStatus::NeedsReview | RunStatus::Failed)
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::NeedsReview | RunStatus::Failed
+        )
     }
 }
 
@@ -171,7 +174,10 @@ mod tests {
     fn categories_round_trip_through_their_names() {
         for c in Category::ALL {
             assert_eq!(c.as_str().parse::<Category>().unwrap(), c);
-            assert_eq!(serde_json::to_value(c).unwrap(), Value::String(c.as_str().into()));
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                Value::String(c.as_str().into())
+            );
         }
         assert!("NOT_A_CATEGORY".parse::<Category>().is_err());
     }

@@ -1,1 +1,289 @@
+//! Test support for black-box tests of the real `faultline` and
+//! `faultline-worker` binaries against a real Postgres.
+//!
+//! Each test gets its own database ([`TestDb`]), migrated by the real
+//! `faultline migrate`, so tests run in parallel. Nothing here sleeps to
+//! "wait for it": [`wait_until`] polls a condition up to a deadline.
 
+use std::{
+    collections::HashMap,
+    fs,
+    future::Future,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    time::Duration,
+};
+
+use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
+use uuid::Uuid;
+
+/// The server tests create their databases on (`FAULTLINE_TEST_ADMIN_URL`,
+/// default: the local trust-auth superuser).
+pub fn admin_url() -> String {
+    std::env::var("FAULTLINE_TEST_ADMIN_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// Where cargo put the binaries (the test executable lives in `target/<profile>/deps`).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build it first (`cargo build --bins`, or `make test`)",
+        path.display()
+    );
+    path
+}
+
+/// A fresh, migrated database, dropped when the test ends.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+    pub pool: PgPool,
+    pub dir: PathBuf,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        let name = format!("faultline_t_{}", Uuid::new_v4().simple());
+        let admin = admin_url();
+        let mut conn = PgConnection::connect(&admin)
+            .await
+            .expect("connect to the test Postgres (FAULTLINE_TEST_ADMIN_URL)");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        conn.close().await.ok();
+        let url = match admin.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{name}"),
+            None => panic!("admin url {admin} has no database part"),
+        };
+        let dir = std::env::temp_dir().join(&name);
+        fs::create_dir_all(&dir).unwrap();
+        let db = TestDb {
+            pool: PgPoolOptions::new()
+                .max_connections(4)
+                .connect_lazy(&url)
+                .unwrap(),
+            name,
+            url,
+            dir,
+        };
+        let out = db.cli(&["migrate"], &[]);
+        assert!(
+            out.status.success(),
+            "migrate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        db
+    }
+
+    /// Runs `faultline ARGS` against this database.
+    pub fn cli(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(bin("faultline"))
+            .args(args)
+            .env("DATABASE_URL", &self.url)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run faultline")
+    }
+
+    /// Runs `faultline ARGS`, asserts success, returns trimmed stdout.
+    pub fn cli_ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let out = self.cli(args, env);
+        assert!(
+            out.status.success(),
+            "faultline {args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Writes a file into this test's scratch folder.
+    pub fn write(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.dir.join(name);
+        fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Enqueues a log and returns the run id.
+    pub fn enqueue(&self, path: &Path, env: &[(&str, &str)]) -> Uuid {
+        self.cli_ok(&["enqueue", path.to_str().unwrap()], env)
+            .parse()
+            .expect("enqueue prints a run id")
+    }
+
+    /// Starts a worker against this database with extra environment.
+    pub fn worker(&self, name: &str, env: &[(&str, &str)]) -> Worker {
+        let log = self.dir.join(format!("{name}.log"));
+        let mut vars: HashMap<&str, &str> = FAST_WORKER.iter().copied().collect();
+        vars.extend(env.iter().copied());
+        let child = Command::new(bin("faultline-worker"))
+            .env("DATABASE_URL", &self.url)
+            .env("FAULTLINE_WORKER_ID", name)
+            .env(
+                "RUST_LOG",
+                "info,apalis=warn,apalis_core=warn,apalis_postgres=warn",
+            )
+            .env("NO_COLOR", "1")
+            .envs(vars)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start faultline-worker");
+        Worker {
+            child: Some(child),
+            log,
+        }
+    }
+}
+
+/// Worker settings that keep recovery quick in tests.
+pub const FAST_WORKER: &[(&str, &str)] = &[
+    ("FAULTLINE_LEASE_TTL_MS", "1500"),
+    ("FAULTLINE_RECONCILE_INTERVAL_MS", "250"),
+    ("FAULTLINE_POLL_INTERVAL_MS", "200"),
+    ("FAULTLINE_QUEUE_HEARTBEAT_SECS", "1"),
+    ("FAULTLINE_RETRY_BASE_MS", "200"),
+    ("FAULTLINE_SHUTDOWN_GRACE_MS", "2000"),
+    ("FAULTLINE_WORKER_CONCURRENCY", "4"),
+];
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = fs::remove_dir_all(&self.dir);
+        // Drop the database from a separate thread with its own runtime: Drop cannot await.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                if let Ok(mut conn) = PgConnection::connect(&admin_url()).await {
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                    )))
+                    .execute(&mut conn)
+                    .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A running worker process; killed (SIGKILL) when dropped.
+pub struct Worker {
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Worker {
+    pub fn pid(&self) -> nix::unistd::Pid {
+        nix::unistd::Pid::from_raw(self.child.as_ref().expect("running").id() as i32)
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(self.pid(), sig).expect("signal worker");
+    }
+
+    /// `kill -9` and reap.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits for the process to exit by itself, up to `deadline`.
+    pub async fn wait_exit(&mut self, deadline: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = wait_until(deadline, || {
+            let status = child.try_wait().ok().flatten();
+            async move { status }
+        })
+        .await;
+        self.child = None;
+        Some(status)
+    }
+
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_ref() {
+            // A SIGSTOPped worker must be continued before it can die.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGCONT,
+            );
+        }
+        self.kill9();
+    }
+}
+
+/// Polls `check` every 25 ms until it yields `Some`, panicking at `deadline`.
+pub async fn wait_until<T, F, Fut>(deadline: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() >= end {
+            panic!("condition not met within {deadline:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A run's status and committed iteration count.
+pub async fn run_state(pool: &PgPool, run: Uuid) -> (String, i32) {
+    sqlx::query_as("SELECT status, iteration FROM analysis_runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(pool)
+        .await
+        .expect("run exists")
+}
+
+/// Waits until the run reaches completed, needs_review or failed.
+pub async fn wait_terminal(pool: &PgPool, run: Uuid, deadline: Duration) -> String {
+    wait_until(deadline, || async {
+        let (status, _) = run_state(pool, run).await;
+        ["completed", "needs_review", "failed"]
+            .contains(&status.as_str())
+            .then_some(status)
+    })
+    .await
+}
+
+/// A realistic failure log: an OOM-killed Gradle test JVM after ordinary build noise.
+pub fn oom_log() -> String {
+    let mut log = String::new();
+    log.push_str("Started by GitHub push\nChecking out Revision 3f2a9c1\n> Task :compileJava\n> Task :test\n");
+    for i in 0..60 {
+        log.push_str(&format!(
+            "com.example.ledger.BatchTest > case{i}() PASSED\n"
+        ));
+    }
+    log.push_str("java.lang.OutOfMemoryError: Java heap space\n");
+    log.push_str("\tat java.base/java.util.Arrays.copyOf(Arrays.java:3512)\n");
+    log.push_str("Process 'Gradle Test Executor 1' finished with non-zero exit value 137\n");
+    log.push_str(
+        "> Task :test FAILED\nFAILURE: Build failed with an exception.\nBUILD FAILED in 2m 13s\n",
+    );
+    log
+}

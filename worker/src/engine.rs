@@ -44,7 +44,10 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
     /// The iteration was committed; `finished` when the run reached a terminal state.
-    Committed { iteration: i32, finished: Option<RunStatus> },
+    Committed {
+        iteration: i32,
+        finished: Option<RunStatus>,
+    },
     /// The task no longer matched the run (already done, superseded, or held).
     Stale,
     /// Our lease was lost before the commit: nothing was written.
@@ -89,7 +92,10 @@ pub struct Engine {
 
 impl Engine {
     fn backoff(&self) -> Backoff {
-        Backoff { base: self.settings.retry_base, max: self.settings.retry_max }
+        Backoff {
+            base: self.settings.retry_base,
+            max: self.settings.retry_max,
+        }
     }
 
     /// Executes one step task end to end (see the module doc).
@@ -126,11 +132,13 @@ impl Engine {
 
     async fn fail(&self, lease: &Lease, msg: &str, transient: bool) -> anyhow::Result<StepOutcome> {
         warn!(error = msg, transient, "step failed");
-        Ok(match runs::record_failure(&self.pool, lease, msg, transient, self.backoff()).await? {
-            FailureOutcome::Retrying { attempt, .. } => StepOutcome::Retrying { attempt },
-            FailureOutcome::DeadLettered { .. } => StepOutcome::DeadLettered,
-            FailureOutcome::Fenced => StepOutcome::Fenced,
-        })
+        Ok(
+            match runs::record_failure(&self.pool, lease, msg, transient, self.backoff()).await? {
+                FailureOutcome::Retrying { attempt, .. } => StepOutcome::Retrying { attempt },
+                FailureOutcome::DeadLettered { .. } => StepOutcome::DeadLettered,
+                FailureOutcome::Fenced => StepOutcome::Fenced,
+            },
+        )
     }
 
     /// Rebuilds the state, runs one iteration and commits it.
@@ -143,8 +151,17 @@ impl Engine {
     ) -> Result<StepOutcome, StepError> {
         let event = events::get(&self.pool, run.event_id)
             .await?
-            .ok_or_else(|| StepError::Permanent(format!("event {} of run {} is missing", run.event_id, run.id)))?;
-        let journal: Vec<StepRecord> = steps::list(&self.pool, run.id).await?.iter().map(|s| s.record()).collect();
+            .ok_or_else(|| {
+                StepError::Permanent(format!(
+                    "event {} of run {} is missing",
+                    run.event_id, run.id
+                ))
+            })?;
+        let journal: Vec<StepRecord> = steps::list(&self.pool, run.id)
+            .await?
+            .iter()
+            .map(|s| s.record())
+            .collect();
         let iteration = run.iteration + 1;
         if journal.len() as i32 != run.iteration {
             return Err(StepError::Permanent(format!(
@@ -153,26 +170,48 @@ impl Engine {
                 run.iteration
             )));
         }
-        let state = AgentState { event: &event, journal: &journal, iteration, max_iterations: run.max_iterations };
+        let state = AgentState {
+            event: &event,
+            journal: &journal,
+            iteration,
+            max_iterations: run.max_iterations,
+        };
         let decision = self.reasoner.decide(&state);
 
         let mut tool_ms = 0;
         let mut fingerprint = None;
         let (record, next) = match decision {
-            Decision::Act { thought, tool, input } => {
+            Decision::Act {
+                thought,
+                tool,
+                input,
+            } => {
                 let tool_started = Instant::now();
                 let observation = self.act(run, iteration, &journal, &tool, &input).await?;
                 tool_ms = tool_started.elapsed().as_millis() as i32;
-                if let Some(fp) = observation["fingerprint"].as_str().filter(|f| !f.is_empty()) {
+                if let Some(fp) = observation["fingerprint"]
+                    .as_str()
+                    .filter(|f| !f.is_empty())
+                {
                     fingerprint = Some(fp.to_string());
                 }
-                let record = StepRecord { iteration, thought, action: tool, action_input: input, observation, is_final: false };
+                let record = StepRecord {
+                    iteration,
+                    thought,
+                    action: tool,
+                    action_input: input,
+                    observation,
+                    is_final: false,
+                };
                 (record, Next::Continue)
             }
             Decision::Answer { thought, draft } => {
-                let self_corrected = journal.iter().any(|s| s.action == FINAL_ANSWER && !s.is_final);
+                let self_corrected = journal
+                    .iter()
+                    .any(|s| s.action == FINAL_ANSWER && !s.is_final);
                 let may_self_correct = !self_corrected && iteration + 1 < run.max_iterations;
-                let verdict = verify::verify(&draft, &journal, self.settings.thresholds, may_self_correct);
+                let verdict =
+                    verify::verify(&draft, &journal, self.settings.thresholds, may_self_correct);
                 let answer = FinalAnswer {
                     category: draft.category,
                     root_cause: draft.root_cause.clone(),
@@ -182,12 +221,22 @@ impl Engine {
                     confidence_parts: verdict.parts.clone(),
                     kb_refs: draft.kb_refs.clone(),
                 };
-                let answer_json = serde_json::to_value(&answer).map_err(|e| StepError::Permanent(e.to_string()))?;
+                let answer_json = serde_json::to_value(&answer)
+                    .map_err(|e| StepError::Permanent(e.to_string()))?;
                 let (verdict_name, next) = match &verdict.route {
-                    Route::Complete => ("complete", finish(RunStatus::Completed, &answer, &answer_json, None)),
-                    Route::Review { reason } => {
-                        ("review", finish(RunStatus::NeedsReview, &answer, &answer_json, Some(reason.clone())))
-                    }
+                    Route::Complete => (
+                        "complete",
+                        finish(RunStatus::Completed, &answer, &answer_json, None),
+                    ),
+                    Route::Review { reason } => (
+                        "review",
+                        finish(
+                            RunStatus::NeedsReview,
+                            &answer,
+                            &answer_json,
+                            Some(reason.clone()),
+                        ),
+                    ),
                     Route::SelfCorrect { .. } => ("self_correct", Next::Continue),
                 };
                 let observation = json!({
@@ -229,7 +278,10 @@ impl Engine {
         match runs::commit_step(&self.pool, lease, &cp, &next).await? {
             CommitOutcome::Committed => {
                 info!(action = %record.action, ?finished, "iteration committed");
-                Ok(StepOutcome::Committed { iteration, finished })
+                Ok(StepOutcome::Committed {
+                    iteration,
+                    finished,
+                })
             }
             CommitOutcome::Fenced => {
                 warn!("commit fenced: another worker holds this run now");
@@ -248,11 +300,21 @@ impl Engine {
         tool: &str,
         input: &Value,
     ) -> Result<Value, StepError> {
-        if let Some(previous) = journal.iter().find(|s| s.action == tool && &s.action_input == input) {
-            return Ok(json!({"cached_from_iteration": previous.iteration, "result": previous.observation}));
+        if let Some(previous) = journal
+            .iter()
+            .find(|s| s.action == tool && &s.action_input == input)
+        {
+            return Ok(
+                json!({"cached_from_iteration": previous.iteration, "result": previous.observation}),
+            );
         }
-        let ctx = ToolContext { pool: self.pool.clone(), run_id: run.id, event_id: run.event_id };
-        let audit = steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
+        let ctx = ToolContext {
+            pool: self.pool.clone(),
+            run_id: run.id,
+            event_id: run.event_id,
+        };
+        let audit =
+            steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
         let result = self.tools.call(&ctx, tool, input).await;
         steps::tool_finished(&self.pool, audit, result.is_ok()).await?;
         match result {
@@ -264,7 +326,12 @@ impl Engine {
     }
 }
 
-fn finish(status: RunStatus, answer: &FinalAnswer, json: &Value, review_reason: Option<String>) -> Next {
+fn finish(
+    status: RunStatus,
+    answer: &FinalAnswer,
+    json: &Value,
+    review_reason: Option<String>,
+) -> Next {
     Next::Finish(Finish {
         status,
         result: json.clone(),

@@ -25,7 +25,9 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
@@ -50,12 +52,18 @@ async fn main() -> anyhow::Result<()> {
         info!("shutdown requested: finishing in-flight steps");
         let _ = shutdown_tx.send(true);
     });
-    info!(worker_id, concurrency = engine.settings.worker_concurrency, "worker started");
+    info!(
+        worker_id,
+        concurrency = engine.settings.worker_concurrency,
+        "worker started"
+    );
     runtime::run(engine, shutdown_rx).await
 }
 
 fn default_worker_id() -> String {
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "worker".into());
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "worker".into());
     format!("{host}-{}", std::process::id())
 }
 

@@ -49,7 +49,9 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
         let strategy = Strategy::new()
             .stream(Pubsub::new(pool.clone(), STEP_QUEUE.to_string()))
             .interval(settings.poll_interval);
-        let backend = PostgresStorage::<StepTask>::new(&pool).with_config(config).poll_with_strategy(strategy);
+        let backend = PostgresStorage::<StepTask>::new(&pool)
+            .with_config(config)
+            .poll_with_strategy(strategy);
         let name = format!("{}-{}", engine.worker_id, uuid::Uuid::new_v4().simple());
         let worker = WorkerBuilder::new(name)
             .backend(backend)
@@ -86,7 +88,10 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
 /// Periodically recovers runs whose lease expired (a crashed or hung
 /// worker): the attempt counts and the retry is queued (I4).
 async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) {
-    let backoff = Backoff { base: engine.settings.retry_base, max: engine.settings.retry_max };
+    let backoff = Backoff {
+        base: engine.settings.retry_base,
+        max: engine.settings.retry_max,
+    };
     loop {
         match runs::reconcile_expired(&engine.pool, backoff, 100).await {
             Ok(0) => {}
@@ -102,4 +107,3 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
         }
     }
 }
-

@@ -10,7 +10,6 @@ use sqlx::{PgPool, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use uuid::Uuid;
 
-
 /// Size of one stored log chunk before compression.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
@@ -87,7 +86,11 @@ pub async fn ingest<R: AsyncRead + Unpin>(
         .bind(&event.dedup_key)
         .fetch_one(pool)
         .await?;
-        return Ok(Ingested { event_id: row.get("event_id"), run_id: row.get("run_id"), created: false });
+        return Ok(Ingested {
+            event_id: row.get("event_id"),
+            run_id: row.get("run_id"),
+            created: false,
+        });
     }
 
     // Stream the log into compressed chunks: bounded memory for any size.
@@ -123,7 +126,11 @@ pub async fn ingest<R: AsyncRead + Unpin>(
 
     let run_id = super::runs::create_in_tx(&mut tx, event_id, limits).await?;
     tx.commit().await?;
-    Ok(Ingested { event_id, run_id, created: true })
+    Ok(Ingested {
+        event_id,
+        run_id,
+        created: true,
+    })
 }
 
 /// Fills `buf` as far as the reader allows; returns the bytes read (0 at EOF).
@@ -201,7 +208,15 @@ pub struct StoredLogReader {
 
 impl StoredLogReader {
     pub fn new(pool: PgPool, event_id: Uuid, handle: tokio::runtime::Handle) -> Self {
-        Self { pool, event_id, handle, next_seq: 0, chunk: Vec::new(), pos: 0, done: false }
+        Self {
+            pool,
+            event_id,
+            handle,
+            next_seq: 0,
+            chunk: Vec::new(),
+            pos: 0,
+            done: false,
+        }
     }
 
     fn refill(&mut self) -> io::Result<()> {

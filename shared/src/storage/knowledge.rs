@@ -7,7 +7,11 @@ use sqlx::PgPool;
 use crate::kb::KbEntry;
 
 /// Inserts or updates knowledge-base entries by slug.
-pub async fn upsert_entries(pool: &PgPool, entries: &[KbEntry], source: &str) -> sqlx::Result<usize> {
+pub async fn upsert_entries(
+    pool: &PgPool,
+    entries: &[KbEntry],
+    source: &str,
+) -> sqlx::Result<usize> {
     let mut tx = pool.begin().await?;
     for e in entries {
         sqlx::query(
@@ -78,5 +82,7 @@ pub async fn by_slugs(pool: &PgPool, slugs: &[String]) -> sqlx::Result<Vec<KbMat
 
 /// Number of entries.
 pub async fn count(pool: &PgPool) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM knowledge_base").fetch_one(pool).await
+    sqlx::query_scalar("SELECT count(*) FROM knowledge_base")
+        .fetch_one(pool)
+        .await
 }

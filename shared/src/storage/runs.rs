@@ -97,17 +97,23 @@ pub async fn create_in_tx(
     .bind(limits.max_attempts)
     .execute(&mut **tx)
     .await?;
-    let first = StepTask { run_id, iteration: 1, attempt: 0 };
+    let first = StepTask {
+        run_id,
+        iteration: 1,
+        attempt: 0,
+    };
     queue::push_step(&mut **tx, &first, limits.priority, None).await?;
     Ok(run_id)
 }
 
 /// Reads one run.
 pub async fn get(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<RunRow>> {
-    sqlx::query_as(AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM analysis_runs WHERE id = $1")))
-        .bind(run_id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {RUN_COLUMNS} FROM analysis_runs WHERE id = $1"
+    )))
+    .bind(run_id)
+    .fetch_optional(pool)
+    .await
 }
 
 /// queued | retry_wait -> running: takes the lease for exactly the task's
@@ -135,7 +141,16 @@ pub async fn claim(
     .bind(ttl.as_secs_f64())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|r| (Lease { run_id: r.id, owner: owner.to_string(), epoch: r.lease_epoch }, r)))
+    Ok(row.map(|r| {
+        (
+            Lease {
+                run_id: r.id,
+                owner: owner.to_string(),
+                epoch: r.lease_epoch,
+            },
+            r,
+        )
+    }))
 }
 
 /// Extends a held lease by `ttl`; false when the lease was lost.
@@ -194,11 +209,21 @@ pub enum CommitOutcome {
 /// running -> queued (next step pushed) or a terminal state, together with
 /// the iteration's checkpoint and any review item, in one transaction fenced
 /// by the lease epoch.
-pub async fn commit_step(pool: &PgPool, lease: &Lease, cp: &Checkpoint<'_>, next: &Next) -> sqlx::Result<CommitOutcome> {
+pub async fn commit_step(
+    pool: &PgPool,
+    lease: &Lease,
+    cp: &Checkpoint<'_>,
+    next: &Next,
+) -> sqlx::Result<CommitOutcome> {
     let mut tx = pool.begin().await?;
     let (status, result, category, confidence) = match next {
         Next::Continue => (RunStatus::Queued, None, None, None),
-        Next::Finish(f) => (f.status, Some(&f.result), Some(f.category.as_str()), Some(f.confidence)),
+        Next::Finish(f) => (
+            f.status,
+            Some(&f.result),
+            Some(f.category.as_str()),
+            Some(f.confidence),
+        ),
     };
     let priority: Option<i32> = sqlx::query_scalar(
         "UPDATE analysis_runs
@@ -232,12 +257,25 @@ pub async fn commit_step(pool: &PgPool, lease: &Lease, cp: &Checkpoint<'_>, next
     super::steps::insert_in_tx(&mut tx, lease, cp).await?;
     match next {
         Next::Continue => {
-            let step = StepTask { run_id: lease.run_id, iteration: cp.record.iteration + 1, attempt: 0 };
-            queue::push_step(&mut tx, &step, priority, None).await.map_err(queue_error)?;
+            let step = StepTask {
+                run_id: lease.run_id,
+                iteration: cp.record.iteration + 1,
+                attempt: 0,
+            };
+            queue::push_step(&mut tx, &step, priority, None)
+                .await
+                .map_err(queue_error)?;
         }
         Next::Finish(f) => {
             if let Some(reason) = &f.review_reason {
-                review::insert_in_tx(&mut tx, lease.run_id, reason, Some(&f.category), Some(f.confidence)).await?;
+                review::insert_in_tx(
+                    &mut tx,
+                    lease.run_id,
+                    reason,
+                    Some(&f.category),
+                    Some(f.confidence),
+                )
+                .await?;
             }
             notify_finished(&mut tx, lease.run_id).await?;
         }
@@ -250,7 +288,10 @@ pub async fn commit_step(pool: &PgPool, lease: &Lease, cp: &Checkpoint<'_>, next
 #[derive(Debug, Clone, PartialEq)]
 pub enum FailureOutcome {
     /// running -> retry_wait; the retry task is queued for `next_attempt_at`.
-    Retrying { attempt: i32, next_attempt_at: DateTime<Utc> },
+    Retrying {
+        attempt: i32,
+        next_attempt_at: DateTime<Utc>,
+    },
     /// running -> failed, with a review item (dead letter, I1).
     DeadLettered { attempt: i32 },
     /// The lease was lost: nothing was written.
@@ -273,7 +314,8 @@ const FAIL_ATTEMPT_SET: &str = "
         ELSE format('iteration %s failed after %s attempt(s): %s', r.iteration + 1, r.attempts + 1, {e}) END,
     finished_at = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN NULL ELSE now() END";
 
-const FAIL_RETURNING: &str = "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority";
+const FAIL_RETURNING: &str =
+    "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority";
 
 /// [`FAIL_ATTEMPT_SET`] with its four parameters numbered from `$first`.
 fn fail_attempt_set(first: usize) -> String {
@@ -349,14 +391,25 @@ async fn after_failure(
     )
     .await?;
     if retrying {
-        let step = StepTask { run_id: f.id, iteration: f.iteration + 1, attempt: f.attempts };
-        queue::push_step(tx, &step, f.priority, Some(f.next_attempt_at)).await.map_err(queue_error)?;
-        Ok(FailureOutcome::Retrying { attempt: f.attempts, next_attempt_at: f.next_attempt_at })
+        let step = StepTask {
+            run_id: f.id,
+            iteration: f.iteration + 1,
+            attempt: f.attempts,
+        };
+        queue::push_step(tx, &step, f.priority, Some(f.next_attempt_at))
+            .await
+            .map_err(queue_error)?;
+        Ok(FailureOutcome::Retrying {
+            attempt: f.attempts,
+            next_attempt_at: f.next_attempt_at,
+        })
     } else {
         let reason = format!("failed: {error}");
         review::insert_in_tx(tx, f.id, &reason, None, None).await?;
         notify_finished(tx, f.id).await?;
-        Ok(FailureOutcome::DeadLettered { attempt: f.attempts })
+        Ok(FailureOutcome::DeadLettered {
+            attempt: f.attempts,
+        })
     }
 }
 
@@ -381,8 +434,14 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> sqlx::Result<bool> {
         tx.rollback().await?;
         return Ok(false);
     };
-    let step = StepTask { run_id: lease.run_id, iteration: iteration + 1, attempt };
-    queue::push_step(&mut tx, &step, priority, None).await.map_err(queue_error)?;
+    let step = StepTask {
+        run_id: lease.run_id,
+        iteration: iteration + 1,
+        attempt,
+    };
+    queue::push_step(&mut tx, &step, priority, None)
+        .await
+        .map_err(queue_error)?;
     tx.commit().await?;
     Ok(true)
 }

@@ -133,7 +133,13 @@ pub async fn list_attempts(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<Atte
 }
 
 /// Notes (autocommit, before it runs) that a tool is about to execute.
-pub async fn tool_started(pool: &PgPool, run_id: Uuid, iteration: i32, tool: &str, worker: &str) -> sqlx::Result<i64> {
+pub async fn tool_started(
+    pool: &PgPool,
+    run_id: Uuid,
+    iteration: i32,
+    tool: &str,
+    worker: &str,
+) -> sqlx::Result<i64> {
     sqlx::query_scalar(
         "INSERT INTO tool_invocations (run_id, iteration, tool, worker_id) VALUES ($1, $2, $3, $4) RETURNING id",
     )
@@ -156,7 +162,10 @@ pub async fn tool_finished(pool: &PgPool, id: i64, ok: bool) -> sqlx::Result<()>
 }
 
 /// How many times each (iteration, tool) of a run was executed.
-pub async fn tool_execution_counts(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<(i32, String, i64)>> {
+pub async fn tool_execution_counts(
+    pool: &PgPool,
+    run_id: Uuid,
+) -> sqlx::Result<Vec<(i32, String, i64)>> {
     sqlx::query_as(
         "SELECT iteration, tool, count(*) FROM tool_invocations WHERE run_id = $1
          GROUP BY iteration, tool ORDER BY iteration",

@@ -19,10 +19,16 @@ impl Reasoner for HeuristicReasoner {
     }
 
     fn decide(&self, state: &AgentState<'_>) -> Decision {
-        let excerpt = state.observations_of(LOG_EXCERPT).find(|s| s.action_input["mode"] != "tail");
+        let excerpt = state
+            .observations_of(LOG_EXCERPT)
+            .find(|s| s.action_input["mode"] != "tail");
         let Some(excerpt) = excerpt.filter(|_| true) else {
             if !state.must_answer() {
-                return act("Start from the log: find the lines that explain the failure.", LOG_EXCERPT, json!({"mode": "failure"}));
+                return act(
+                    "Start from the log: find the lines that explain the failure.",
+                    LOG_EXCERPT,
+                    json!({"mode": "failure"}),
+                );
             }
             return answer_without_evidence(state);
         };
@@ -39,7 +45,9 @@ impl Reasoner for HeuristicReasoner {
                 json!({"query": query, "limit": 5}),
             );
         }
-        let fingerprint = excerpt.observation["fingerprint"].as_str().unwrap_or_default();
+        let fingerprint = excerpt.observation["fingerprint"]
+            .as_str()
+            .unwrap_or_default();
         if !state.must_answer()
             && !fingerprint.is_empty()
             && state.observations_of(SIMILAR_FAILURES).next().is_none()
@@ -50,8 +58,13 @@ impl Reasoner for HeuristicReasoner {
                 json!({"fingerprint": fingerprint}),
             );
         }
-        let asked_to_self_correct = state.journal.iter().any(|s| s.action == FINAL_ANSWER && !s.is_final);
-        let explored_tail = state.observations_of(LOG_EXCERPT).any(|s| s.action_input["mode"] == "tail");
+        let asked_to_self_correct = state
+            .journal
+            .iter()
+            .any(|s| s.action == FINAL_ANSWER && !s.is_final);
+        let explored_tail = state
+            .observations_of(LOG_EXCERPT)
+            .any(|s| s.action_input["mode"] == "tail");
         if asked_to_self_correct && !explored_tail && !state.must_answer() {
             return act(
                 "Verification found the answer weak; read the end of the log for the final error and exit status.",
@@ -59,23 +72,39 @@ impl Reasoner for HeuristicReasoner {
                 json!({"mode": "tail", "max_lines": 60}),
             );
         }
-        Decision::Answer { thought: "Combine the signals, the knowledge base and past failures into an answer.".into(), draft: draft(state, excerpt) }
+        Decision::Answer {
+            thought: "Combine the signals, the knowledge base and past failures into an answer."
+                .into(),
+            draft: draft(state, excerpt),
+        }
     }
 }
 
 fn act(thought: &str, tool: &str, input: Value) -> Decision {
-    Decision::Act { thought: thought.to_string(), tool: tool.to_string(), input }
+    Decision::Act {
+        thought: thought.to_string(),
+        tool: tool.to_string(),
+        input,
+    }
 }
 
 fn category_of(classification: &Value) -> Category {
-    classification["category"].as_str().and_then(|c| c.parse().ok()).unwrap_or(Category::Unknown)
+    classification["category"]
+        .as_str()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(Category::Unknown)
 }
 
 /// Query words for the knowledge base: the keywords of the matched patterns,
 /// else the words of the strongest excerpt lines.
 fn knowledge_query(observation: &Value) -> String {
     let mut words: Vec<String> = Vec::new();
-    for hit in observation["classification"]["hits"].as_array().into_iter().flatten().take(3) {
+    for hit in observation["classification"]["hits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(3)
+    {
         let slug = hit["slug"].as_str().unwrap_or_default();
         if let Some(entry) = kb::builtin().iter().find(|e| e.slug == slug) {
             words.extend(entry.keywords.iter().cloned());
@@ -83,7 +112,12 @@ fn knowledge_query(observation: &Value) -> String {
         }
     }
     if words.is_empty() {
-        for line in observation["error_lines"].as_array().into_iter().flatten().take(3) {
+        for line in observation["error_lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(3)
+        {
             words.extend(
                 line.as_str()
                     .unwrap_or_default()
@@ -119,12 +153,17 @@ fn answer_without_evidence(state: &AgentState<'_>) -> Decision {
 /// entry and the error library.
 fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     // A tail exploration after self-correction may classify better.
-    let tail = state.observations_of(LOG_EXCERPT).filter(|s| s.action_input["mode"] == "tail").last();
+    let tail = state
+        .observations_of(LOG_EXCERPT)
+        .filter(|s| s.action_input["mode"] == "tail")
+        .last();
     let mut chosen = excerpt;
     let mut cls = &excerpt.observation["classification"];
     if let Some(t) = tail {
         let tail_cls = &t.observation["classification"];
-        if tail_cls["confidence"].as_f64().unwrap_or(0.0) > cls["confidence"].as_f64().unwrap_or(0.0) {
+        if tail_cls["confidence"].as_f64().unwrap_or(0.0)
+            > cls["confidence"].as_f64().unwrap_or(0.0)
+        {
             chosen = t;
             cls = tail_cls;
         }
@@ -135,12 +174,22 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     let hits = cls["hits"].as_array().cloned().unwrap_or_default();
     for hit in hits.iter().take(3) {
         if let Some(line) = hit["line"].as_str() {
-            evidence.push(Evidence { iteration: chosen.iteration, quote: quote(line) });
+            evidence.push(Evidence {
+                iteration: chosen.iteration,
+                quote: quote(line),
+            });
         }
     }
     if evidence.is_empty() {
-        if let Some(line) = chosen.observation["error_lines"].as_array().and_then(|l| l.first()).and_then(Value::as_str) {
-            evidence.push(Evidence { iteration: chosen.iteration, quote: quote(line) });
+        if let Some(line) = chosen.observation["error_lines"]
+            .as_array()
+            .and_then(|l| l.first())
+            .and_then(Value::as_str)
+        {
+            evidence.push(Evidence {
+                iteration: chosen.iteration,
+                quote: quote(line),
+            });
         }
     }
 
@@ -148,13 +197,25 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     let mut retrieval: f32 = 0.0;
     let similar = state.observations_of(SIMILAR_FAILURES).last();
     if let Some(similar) = similar {
-        let matches = similar.observation["matches"].as_array().cloned().unwrap_or_default();
+        let matches = similar.observation["matches"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let agreeing: Vec<&Value> = matches
             .iter()
-            .filter(|m| m["category"].as_str().and_then(|c| c.parse::<Category>().ok()) == Some(category))
+            .filter(|m| {
+                m["category"]
+                    .as_str()
+                    .and_then(|c| c.parse::<Category>().ok())
+                    == Some(category)
+            })
             .collect();
         if category == Category::Unknown {
-            if let Some(first) = matches.first().and_then(|m| m["category"].as_str()).and_then(|c| c.parse().ok()) {
+            if let Some(first) = matches
+                .first()
+                .and_then(|m| m["category"].as_str())
+                .and_then(|c| c.parse().ok())
+            {
                 category = first;
                 self_confidence = self_confidence.max(0.5);
             }
@@ -162,7 +223,10 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
         if let Some(m) = agreeing.first() {
             retrieval = retrieval.max(if m["status"] == "completed" { 0.9 } else { 0.6 });
             if let Some(run) = m["run_id"].as_str() {
-                evidence.push(Evidence { iteration: similar.iteration, quote: run.to_string() });
+                evidence.push(Evidence {
+                    iteration: similar.iteration,
+                    quote: run.to_string(),
+                });
             }
         }
     }
@@ -170,18 +234,30 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     // The knowledge base: prefer an entry of the same category, the matched signature's own entry first.
     let hit_slugs: Vec<&str> = hits.iter().filter_map(|h| h["slug"].as_str()).collect();
     let kb_step = state.observations_of(SEARCH_KNOWLEDGE).last();
-    let kb_matches = kb_step.and_then(|s| s.observation["matches"].as_array().cloned()).unwrap_or_default();
+    let kb_matches = kb_step
+        .and_then(|s| s.observation["matches"].as_array().cloned())
+        .unwrap_or_default();
     let best = kb_matches
         .iter()
-        .find(|m| m["slug"].as_str().is_some_and(|s| hit_slugs.first() == Some(&s)))
-        .or_else(|| kb_matches.iter().find(|m| m["category"] == category.as_str()));
+        .find(|m| {
+            m["slug"]
+                .as_str()
+                .is_some_and(|s| hit_slugs.first() == Some(&s))
+        })
+        .or_else(|| {
+            kb_matches
+                .iter()
+                .find(|m| m["category"] == category.as_str())
+        });
     let mut kb_refs = Vec::new();
     let (root_cause, fix) = match (best, kb_step) {
         (Some(m), Some(step)) => {
             let slug = m["slug"].as_str().unwrap_or_default().to_string();
             let rank = m["rank"].as_f64().unwrap_or(0.0) as f32;
             let exact = hit_slugs.contains(&slug.as_str());
-            retrieval = retrieval.max(if exact { 0.85 } else { 0.55 + rank.min(0.3) });
+            // The matched signature's own documented pattern is the strongest
+            // retrieval there is; a related entry found by text is weaker.
+            retrieval = retrieval.max(if exact { 0.9 } else { 0.55 + rank.min(0.3) });
             evidence.push(Evidence { iteration: step.iteration, quote: slug.clone() });
             kb_refs.push(slug);
             let signal = evidence.first().map(|e| format!(" The log shows: `{}`.", e.quote)).unwrap_or_default();
@@ -201,7 +277,15 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             ),
         },
     };
-    Draft { category, root_cause, fix, evidence, self_confidence, retrieval, kb_refs }
+    Draft {
+        category,
+        root_cause,
+        fix,
+        evidence,
+        self_confidence,
+        retrieval,
+        kb_refs,
+    }
 }
 
 /// A citation of a line: bounded in size, still a substring of the line.

@@ -26,7 +26,10 @@ impl AgentState<'_> {
     }
 
     /// Journal entries of one tool, in order.
-    pub fn observations_of<'s>(&'s self, tool: &'s str) -> impl Iterator<Item = &'s StepRecord> + 's {
+    pub fn observations_of<'s>(
+        &'s self,
+        tool: &'s str,
+    ) -> impl Iterator<Item = &'s StepRecord> + 's {
         self.journal.iter().filter(move |s| s.action == tool)
     }
 }
@@ -35,7 +38,11 @@ impl AgentState<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Call a tool.
-    Act { thought: String, tool: String, input: Value },
+    Act {
+        thought: String,
+        tool: String,
+        input: Value,
+    },
     /// Give the final answer (verified before it is accepted).
     Answer { thought: String, draft: Draft },
 }

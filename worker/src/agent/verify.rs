@@ -48,12 +48,26 @@ fn appears_in(observation: &Value, quote: &str) -> bool {
 
 /// Verifies `draft` against the journal and routes it. `may_self_correct` is
 /// false once the run has self-corrected or has no iteration left.
-pub fn verify(draft: &Draft, journal: &[StepRecord], thresholds: Thresholds, may_self_correct: bool) -> Verdict {
-    let (grounded, rejected): (Vec<Evidence>, Vec<Evidence>) = draft.evidence.iter().cloned().partition(|e| {
-        !e.quote.trim().is_empty()
-            && journal.iter().any(|s| s.iteration == e.iteration && !s.is_final && appears_in(&s.observation, &e.quote))
-    });
-    let grounding = if draft.evidence.is_empty() { 0.0 } else { grounded.len() as f32 / draft.evidence.len() as f32 };
+pub fn verify(
+    draft: &Draft,
+    journal: &[StepRecord],
+    thresholds: Thresholds,
+    may_self_correct: bool,
+) -> Verdict {
+    let (grounded, rejected): (Vec<Evidence>, Vec<Evidence>) =
+        draft.evidence.iter().cloned().partition(|e| {
+            !e.quote.trim().is_empty()
+                && journal.iter().any(|s| {
+                    s.iteration == e.iteration
+                        && !s.is_final
+                        && appears_in(&s.observation, &e.quote)
+                })
+        });
+    let grounding = if draft.evidence.is_empty() {
+        0.0
+    } else {
+        grounded.len() as f32 / draft.evidence.len() as f32
+    };
     let mut confidence = W_SELF * draft.self_confidence.clamp(0.0, 1.0)
         + W_RETRIEVAL * draft.retrieval.clamp(0.0, 1.0)
         + W_GROUNDING * grounding;
@@ -66,7 +80,10 @@ pub fn verify(draft: &Draft, journal: &[StepRecord], thresholds: Thresholds, may
     let confidence = (confidence * 1000.0).round() / 1000.0;
     let route = if confidence >= thresholds.auto {
         Route::Complete
-    } else if may_self_correct && confidence >= thresholds.self_correct && confidence < thresholds.review {
+    } else if may_self_correct
+        && confidence >= thresholds.self_correct
+        && confidence < thresholds.review
+    {
         Route::SelfCorrect {
             feedback: format!(
                 "confidence {confidence:.2} is below {:.2}: gather more evidence before answering again",
@@ -74,14 +91,26 @@ pub fn verify(draft: &Draft, journal: &[StepRecord], thresholds: Thresholds, may
             ),
         }
     } else {
-        Route::Review { reason: format!("low confidence {confidence:.2} (auto-accept needs {:.2})", thresholds.auto) }
+        Route::Review {
+            reason: format!(
+                "low confidence {confidence:.2} (auto-accept needs {:.2})",
+                thresholds.auto
+            ),
+        }
     };
     let parts = json!({
         "self": draft.self_confidence, "retrieval": draft.retrieval, "grounding": grounding,
         "weights": {"self": W_SELF, "retrieval": W_RETRIEVAL, "grounding": W_GROUNDING},
         "rejected_citations": rejected.len(),
     });
-    Verdict { confidence, grounding, grounded, rejected, route, parts }
+    Verdict {
+        confidence,
+        grounding,
+        grounded,
+        rejected,
+        route,
+        parts,
+    }
 }
 
 #[cfg(test)]
@@ -112,13 +141,24 @@ mod tests {
     }
 
     fn cite(iteration: i32, quote: &str) -> Evidence {
-        Evidence { iteration, quote: quote.into() }
+        Evidence {
+            iteration,
+            quote: quote.into(),
+        }
     }
 
     #[test]
     fn a_citation_of_something_never_observed_is_rejected() {
         let v = verify(
-            &draft(vec![cite(1, "OutOfMemoryError"), cite(1, "disk full"), cite(9, "Java heap")], 0.9, 0.9),
+            &draft(
+                vec![
+                    cite(1, "OutOfMemoryError"),
+                    cite(1, "disk full"),
+                    cite(9, "Java heap"),
+                ],
+                0.9,
+                0.9,
+            ),
             &journal(),
             Thresholds::default(),
             false,
@@ -130,22 +170,43 @@ mod tests {
 
     #[test]
     fn strong_grounded_answers_complete_and_weak_ones_go_to_review() {
-        let strong = verify(&draft(vec![cite(1, "OutOfMemoryError")], 0.9, 0.85), &journal(), Thresholds::default(), true);
+        let strong = verify(
+            &draft(vec![cite(1, "OutOfMemoryError")], 0.9, 0.85),
+            &journal(),
+            Thresholds::default(),
+            true,
+        );
         assert_eq!(strong.route, Route::Complete);
-        let weak = verify(&draft(vec![cite(1, "OutOfMemoryError")], 0.3, 0.2), &journal(), Thresholds::default(), true);
+        let weak = verify(
+            &draft(vec![cite(1, "OutOfMemoryError")], 0.3, 0.2),
+            &journal(),
+            Thresholds::default(),
+            true,
+        );
         assert!(matches!(weak.route, Route::Review { .. }));
     }
 
     #[test]
     fn middling_answers_self_correct_once() {
-        let d = draft(vec![cite(1, "OutOfMemoryError")], 0.6, 0.5);
-        assert!(matches!(verify(&d, &journal(), Thresholds::default(), true).route, Route::SelfCorrect { .. }));
-        assert!(matches!(verify(&d, &journal(), Thresholds::default(), false).route, Route::Review { .. }));
+        let d = draft(vec![cite(1, "OutOfMemoryError")], 0.55, 0.5);
+        assert!(matches!(
+            verify(&d, &journal(), Thresholds::default(), true).route,
+            Route::SelfCorrect { .. }
+        ));
+        assert!(matches!(
+            verify(&d, &journal(), Thresholds::default(), false).route,
+            Route::Review { .. }
+        ));
     }
 
     #[test]
     fn an_ungrounded_answer_is_never_accepted() {
-        let v = verify(&draft(vec![cite(1, "not there")], 1.0, 1.0), &journal(), Thresholds::default(), false);
+        let v = verify(
+            &draft(vec![cite(1, "not there")], 1.0, 1.0),
+            &journal(),
+            Thresholds::default(),
+            false,
+        );
         assert!(v.confidence <= Thresholds::default().self_correct);
         assert!(matches!(v.route, Route::Review { .. }));
     }

@@ -31,10 +31,16 @@ impl Tool for LogExcerpt {
             "mode": {"type": "string", "enum": ["failure", "tail"], "description": "which lines to return"},
             "max_lines": {"type": "integer", "minimum": 5, "maximum": 200}}})
     }
-    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>> {
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let tail = input["mode"] == "tail";
-            let max_lines = input["max_lines"].as_u64().unwrap_or(if tail { 60 } else { 40 }) as usize;
+            let max_lines = input["max_lines"]
+                .as_u64()
+                .unwrap_or(if tail { 60 } else { 40 }) as usize;
             let (pool, event_id) = (ctx.pool.clone(), ctx.event_id);
             let handle = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
@@ -52,21 +58,49 @@ fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, Too
     let excerpt = if tail {
         tail_lines(reader, max_lines).map_err(io_err)?
     } else {
-        logs::excerpt_reader(reader, &ExcerptOptions { max_lines, ..ExcerptOptions::default() }).map_err(io_err)?
+        logs::excerpt_reader(
+            reader,
+            &ExcerptOptions {
+                max_lines,
+                ..ExcerptOptions::default()
+            },
+        )
+        .map_err(io_err)?
     };
-    let cleaned: Vec<(u64, String)> =
-        excerpt.lines.iter().map(|l| (l.line_no, logs::clean_line(&l.text).trim().to_string())).collect();
+    let cleaned: Vec<(u64, String)> = excerpt
+        .lines
+        .iter()
+        .map(|l| (l.line_no, logs::clean_line(&l.text).trim().to_string()))
+        .collect();
     let classification = Classifier::builtin().classify(&cleaned);
     // Fingerprint the lines that carry the failure: signature hits first,
     // else the strongest excerpt lines.
-    let mut key_lines: Vec<String> = classification.hits.iter().take(3).map(|h| h.line.clone()).collect();
+    let mut key_lines: Vec<String> = classification
+        .hits
+        .iter()
+        .take(3)
+        .map(|h| h.line.clone())
+        .collect();
     if key_lines.is_empty() {
-        let mut scored: Vec<_> = excerpt.lines.iter().zip(&cleaned).filter(|(_, c)| !c.1.is_empty()).collect();
-        scored.sort_by(|a, b| b.0.score.total_cmp(&a.0.score).then(a.0.line_no.cmp(&b.0.line_no)));
+        let mut scored: Vec<_> = excerpt
+            .lines
+            .iter()
+            .zip(&cleaned)
+            .filter(|(_, c)| !c.1.is_empty())
+            .collect();
+        scored.sort_by(|a, b| {
+            b.0.score
+                .total_cmp(&a.0.score)
+                .then(a.0.line_no.cmp(&b.0.line_no))
+        });
         key_lines = scored.iter().take(3).map(|(_, c)| c.1.clone()).collect();
     }
     let refs: Vec<&str> = key_lines.iter().map(String::as_str).collect();
-    let fingerprint = if refs.is_empty() { String::new() } else { logs::fingerprint(&refs) };
+    let fingerprint = if refs.is_empty() {
+        String::new()
+    } else {
+        logs::fingerprint(&refs)
+    };
     let lines: Vec<Value> = excerpt
         .lines
         .iter()
@@ -101,7 +135,11 @@ fn tail_lines(reader: impl BufRead, n: usize) -> std::io::Result<logs::Excerpt> 
             ring.pop_front();
         }
     }
-    Ok(logs::Excerpt { lines: ring.into(), total_lines, total_bytes })
+    Ok(logs::Excerpt {
+        lines: ring.into(),
+        total_lines,
+        total_bytes,
+    })
 }
 
 fn truncate(s: &str) -> String {

@@ -20,7 +20,11 @@ impl Tool for SearchKnowledge {
             "query": {"type": "string", "description": "keywords describing the failure"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"]})
     }
-    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>> {
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let query = input["query"].as_str().unwrap_or_default();
             let limit = input["limit"].as_i64().unwrap_or(5);

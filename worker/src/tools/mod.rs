@@ -57,7 +57,11 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &'static str;
     /// JSON schema of the arguments object.
     fn schema(&self) -> Value;
-    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>>;
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// The registry of tools a reasoner may call.
@@ -91,13 +95,24 @@ impl ToolBelt {
     }
 
     /// Validates and runs one call under the timeout.
-    pub async fn call(&self, ctx: &ToolContext, name: &str, input: &Value) -> Result<Value, ToolError> {
+    pub async fn call(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        input: &Value,
+    ) -> Result<Value, ToolError> {
         let tool = self
             .tools
             .iter()
             .find(|t| t.name() == name)
-            .ok_or_else(|| ToolError::Invalid(format!("unknown tool {name:?}; available: {}", self.names().join(", "))))?;
-        validate(&tool.schema(), input).map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
+            .ok_or_else(|| {
+                ToolError::Invalid(format!(
+                    "unknown tool {name:?}; available: {}",
+                    self.names().join(", ")
+                ))
+            })?;
+        validate(&tool.schema(), input)
+            .map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
         let work = async {
             if let Some(delay) = self.chaos_delay {
                 tokio::time::sleep(delay).await;
@@ -106,7 +121,10 @@ impl ToolBelt {
         };
         match tokio::time::timeout(self.timeout, work).await {
             Ok(result) => result,
-            Err(_) => Err(ToolError::Transient(format!("{name} timed out after {} ms", self.timeout.as_millis()))),
+            Err(_) => Err(ToolError::Transient(format!(
+                "{name} timed out after {} ms",
+                self.timeout.as_millis()
+            ))),
         }
     }
 
@@ -121,8 +139,16 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
     let Some(obj) = input.as_object() else {
         return Err("arguments must be a JSON object".into());
     };
-    let props = schema["properties"].as_object().cloned().unwrap_or_default();
-    for key in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for key in schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         if !obj.contains_key(key) {
             return Err(format!("missing required field {key:?}"));
         }
@@ -139,11 +165,17 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
             _ => true,
         };
         if !ok {
-            return Err(format!("field {key:?} must be a {}", prop["type"].as_str().unwrap_or("value")));
+            return Err(format!(
+                "field {key:?} must be a {}",
+                prop["type"].as_str().unwrap_or("value")
+            ));
         }
         if let Some(allowed) = prop["enum"].as_array() {
             if !allowed.contains(value) {
-                return Err(format!("field {key:?} must be one of {}", Value::Array(allowed.clone())));
+                return Err(format!(
+                    "field {key:?} must be one of {}",
+                    Value::Array(allowed.clone())
+                ));
             }
         }
         if let (Some(n), Some(min)) = (value.as_i64(), prop["minimum"].as_i64()) {
@@ -173,12 +205,35 @@ mod tests {
 
     #[test]
     fn schema_violations_are_named() {
-        assert_eq!(validate(&schema(), &json!({"query": "x", "limit": 3})), Ok(()));
-        assert!(validate(&schema(), &json!({})).unwrap_err().contains("query"));
-        assert!(validate(&schema(), &json!({"query": 1})).unwrap_err().contains("string"));
-        assert!(validate(&schema(), &json!({"query": "x", "limit": 99})).unwrap_err().contains("<= 20"));
-        assert!(validate(&schema(), &json!({"query": "x", "mode": "all"})).unwrap_err().contains("one of"));
-        assert!(validate(&schema(), &json!({"query": "x", "rm": "-rf"})).unwrap_err().contains("unknown field"));
+        assert_eq!(
+            validate(&schema(), &json!({"query": "x", "limit": 3})),
+            Ok(())
+        );
+        assert!(
+            validate(&schema(), &json!({}))
+                .unwrap_err()
+                .contains("query")
+        );
+        assert!(
+            validate(&schema(), &json!({"query": 1}))
+                .unwrap_err()
+                .contains("string")
+        );
+        assert!(
+            validate(&schema(), &json!({"query": "x", "limit": 99}))
+                .unwrap_err()
+                .contains("<= 20")
+        );
+        assert!(
+            validate(&schema(), &json!({"query": "x", "mode": "all"}))
+                .unwrap_err()
+                .contains("one of")
+        );
+        assert!(
+            validate(&schema(), &json!({"query": "x", "rm": "-rf"}))
+                .unwrap_err()
+                .contains("unknown field")
+        );
         assert!(validate(&schema(), &json!("query")).is_err());
     }
 }

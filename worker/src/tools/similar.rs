@@ -20,11 +20,16 @@ impl Tool for SimilarFailures {
             "fingerprint": {"type": "string", "description": "fingerprint from log_excerpt"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["fingerprint"]})
     }
-    fn call<'a>(&'a self, ctx: &'a ToolContext, input: &'a Value) -> BoxFuture<'a, Result<Value, ToolError>> {
+    fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let fingerprint = input["fingerprint"].as_str().unwrap_or_default();
             let limit = input["limit"].as_i64().unwrap_or(5);
-            let rows = runs::similar_by_fingerprint(&ctx.pool, fingerprint, ctx.run_id, limit).await?;
+            let rows =
+                runs::similar_by_fingerprint(&ctx.pool, fingerprint, ctx.run_id, limit).await?;
             let matches: Vec<Value> = rows
                 .iter()
                 .map(|r| {

@@ -1,0 +1,388 @@
+//! Streaming failure excerpts: pick the lines of a CI log (any size) that
+//! explain why the build failed.
+//!
+//! The log is read once, line by line, in bounded memory: a small ring of
+//! recent lines, a bounded pool of candidate windows (each holding at most
+//! `max_lines` distinct lines) and a fixed-size count-min sketch for
+//! repetition. Lines are scored on their cleaned text ([`super::clean`],
+//! [`super::score`]); a line scoring at least [`super::score::ANCHOR`] opens a window that
+//! grows over following signal lines, stack frames and lines indented deeper
+//! than its anchors, and closes after a few quiet lines or at a structural
+//! marker (CI step/fold markers, echoed commands). The last lines before a
+//! CI step-failure footer also form a weak fallback window.
+//!
+//! At the end windows are ranked by their signal, by whether a failure
+//! footer (`The command "x" exited with 1.`, `##[error]Process completed with
+//! exit code 1.`, `script returned exit code 2`, ...) closely follows them, by
+//! repetition elsewhere in the log and by position; the best window, plus any
+//! close runner-up, fills the excerpt.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+use serde::{Deserialize, Serialize};
+
+use super::window::State;
+
+/// One selected log line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExcerptLine {
+    /// 1-based line number in the log.
+    pub line_no: u64,
+    /// The raw line, verbatim (lossy UTF-8, cut at `max_line_bytes`), without
+    /// its line terminator (`\n`, `\r\n`).
+    pub text: String,
+    /// Failure-signal score of the line (computed on its cleaned text).
+    pub score: f32,
+}
+
+/// The lines that explain a failure, in log order, plus log totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Excerpt {
+    pub lines: Vec<ExcerptLine>,
+    pub total_lines: u64,
+    pub total_bytes: u64,
+}
+
+/// Tuning knobs; the defaults suit CI logs.
+#[derive(Debug, Clone)]
+pub struct ExcerptOptions {
+    /// Most lines returned (exact repeats of a line are collapsed).
+    pub max_lines: usize,
+    /// Non-blank lines before an anchor that may join its window (at most 8).
+    pub context_before: usize,
+    /// Quiet (non-signal, non-continuation) lines that close a window.
+    pub context_after: usize,
+    /// Bytes of a line kept; the rest of a longer line is skipped.
+    pub max_line_bytes: usize,
+    /// Candidate windows kept while streaming.
+    pub max_windows: usize,
+    /// A failure footer this many non-blank lines after a window marks it
+    /// as the failing step's explanation.
+    pub footer_distance: u64,
+    /// Further windows join the best one if their value reaches this
+    /// fraction of the best value.
+    pub secondary_ratio: f32,
+}
+
+impl Default for ExcerptOptions {
+    fn default() -> Self {
+        Self {
+            max_lines: 40,
+            context_before: 1,
+            context_after: 3,
+            max_line_bytes: 4096,
+            max_windows: 16,
+            footer_distance: 15,
+            secondary_ratio: 0.75,
+        }
+    }
+}
+
+/// Reads a log (plain or gzip, detected by its magic bytes) and excerpts it.
+pub fn excerpt_file(path: &Path, opts: &ExcerptOptions) -> io::Result<Excerpt> {
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
+    if reader.fill_buf()?.starts_with(&[0x1f, 0x8b]) {
+        let gz = MultiGzDecoder::new(reader);
+        return excerpt_reader(BufReader::with_capacity(1 << 16, gz), opts);
+    }
+    excerpt_reader(reader, opts)
+}
+
+/// Excerpts a log read from `reader`, streaming in bounded memory.
+pub fn excerpt_reader<R: BufRead>(mut reader: R, opts: &ExcerptOptions) -> io::Result<Excerpt> {
+    let mut state = State::new(opts);
+    let mut buf = Vec::with_capacity(256);
+    while let Some(len) = read_line(&mut reader, &mut buf, opts.max_line_bytes.max(1))? {
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        state.push(&String::from_utf8_lossy(&buf), len);
+    }
+    Ok(state.finish())
+}
+
+/// Reads one line into `buf` (at most `max` bytes kept, the rest consumed,
+/// the `\n` dropped). Returns the line's full length in bytes, or `None` at
+/// the end of input.
+fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<Option<u64>> {
+    buf.clear();
+    let mut total = 0u64;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok((total > 0).then_some(total));
+        }
+        let end = memchr::memchr(b'\n', avail);
+        let chunk = &avail[..end.unwrap_or(avail.len())];
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = end.map_or(avail.len(), |i| i + 1);
+        total += used as u64;
+        r.consume(used);
+        if end.is_some() {
+            return Ok(Some(total));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Cursor, Read, Write};
+
+    use super::*;
+
+    fn run(log: &str) -> Excerpt {
+        excerpt_reader(
+            Cursor::new(log.as_bytes().to_vec()),
+            &ExcerptOptions::default(),
+        )
+        .unwrap()
+    }
+
+    fn texts(ex: &Excerpt) -> Vec<&str> {
+        ex.lines.iter().map(|l| l.text.as_str()).collect()
+    }
+
+    fn noise(n: usize) -> String {
+        (0..n)
+            .map(|i| match i % 4 {
+                0 => format!("Downloading package-{i}.tar.gz ({i} kB)\n"),
+                1 => format!("[{i}/{n}] Building CXX object src/CMakeFiles/core.dir/f{i}.cpp.o\n"),
+                2 => format!("warning: unused variable `v{i}`\n"),
+                _ => format!("  processing item {i}\n"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_python_traceback_at_the_end() {
+        let log = format!(
+            "{}Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\n  File \"app.py\", line 2, in main\n    raise ValueError(\"bad config\")\nValueError: bad config\n",
+            noise(3000)
+        );
+        let ex = run(&log);
+        let t = texts(&ex);
+        assert!(t.contains(&"Traceback (most recent call last):"), "{t:?}");
+        assert!(t.contains(&"ValueError: bad config"), "{t:?}");
+        assert!(t.contains(&"  File \"app.py\", line 2, in main"), "{t:?}");
+        assert!(t.len() <= 12, "{t:?}");
+        assert_eq!(ex.total_lines, 3006);
+        assert_eq!(ex.total_bytes, log.len() as u64);
+    }
+
+    #[test]
+    fn finds_compiler_error_in_the_middle() {
+        let mut log = noise(2000);
+        log.push_str(
+            "src/parser.c:120:9: error: 'token' undeclared (first use in this function)\n",
+        );
+        log.push_str("  120 |     return token;\n      |            ^~~~~\n");
+        for i in 0..5000 {
+            log.push_str(&format!("step {i}: copying resources for module {i}\n"));
+        }
+        let ex = run(&log);
+        let hit = ex
+            .lines
+            .iter()
+            .find(|l| l.text.contains("undeclared"))
+            .expect("error line kept");
+        assert_eq!(hit.line_no, 2001);
+        assert!(hit.score >= 2.0);
+        assert!(
+            ex.lines.iter().all(|l| !l.text.starts_with("step ")),
+            "{:?}",
+            texts(&ex)
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_does_not_panic() {
+        let mut log = b"ok line\n\xff\xfe broken \xc3\x28 bytes\n".to_vec();
+        log.extend_from_slice(b"error: something \xe2\x82 failed\n\xf0\x9f\x98\n");
+        let ex = excerpt_reader(Cursor::new(log.clone()), &ExcerptOptions::default()).unwrap();
+        assert_eq!(ex.total_lines, 4);
+        assert_eq!(ex.total_bytes, log.len() as u64);
+        assert!(
+            ex.lines
+                .iter()
+                .any(|l| l.text.starts_with("error: something \u{fffd}"))
+        );
+        // Lines cut inside a multi-byte character and tiny limits are fine too.
+        let opts = ExcerptOptions {
+            max_line_bytes: 3,
+            max_lines: 1,
+            ..ExcerptOptions::default()
+        };
+        let ex = excerpt_reader(Cursor::new(log), &opts).unwrap();
+        assert!(ex.lines.len() <= 1);
+    }
+
+    #[test]
+    fn ansi_and_progress_lines() {
+        let log = format!(
+            "{}Receiving objects:  10%\rReceiving objects: 100%, done.\n\x1b[31;1mERROR:\x1b[0m connection refused while fetching \x1b[1mdeps\x1b[0m\n{}",
+            noise(200),
+            "\x1b[32mall good\x1b[0m\n".repeat(3)
+        );
+        let ex = run(&log);
+        let line = ex
+            .lines
+            .iter()
+            .find(|l| l.text.contains("connection refused"))
+            .expect("kept");
+        // Output is the raw line, scored on its cleaned text.
+        assert!(line.text.starts_with("\x1b[31;1mERROR:"));
+        assert!(line.score >= 2.0);
+        assert!(
+            ex.lines
+                .iter()
+                .all(|l| !l.text.contains("Receiving objects"))
+        );
+    }
+
+    #[test]
+    fn github_actions_log_with_timestamps() {
+        let ts = "2024-01-02T03:04:05.1234567Z";
+        let mut log = String::new();
+        log.push_str(&format!(
+            "{ts} ##[group]Run cargo test\n{ts} cargo test --all\n{ts} ##[endgroup]\n"
+        ));
+        for i in 0..500 {
+            log.push_str(&format!(
+                "{ts}    Compiling crate{i} v0.1.{i}\n{ts} test t{i} ... ok\n"
+            ));
+        }
+        log.push_str(&format!(
+            "{ts} thread 'it_works' panicked at src/lib.rs:10:5:\n"
+        ));
+        log.push_str(&format!(
+            "{ts} assertion `left == right` failed\n{ts}   left: 1\n{ts}  right: 2\n"
+        ));
+        log.push_str(&format!(
+            "{ts} test result: FAILED. 500 passed; 1 failed; 0 ignored\n"
+        ));
+        log.push_str(&format!(
+            "{ts} ##[error]Process completed with exit code 101.\n"
+        ));
+        log.push_str(&format!(
+            "{ts} Post job cleanup.\n{ts} Cleaning up orphan processes\n"
+        ));
+        let ex = run(&log);
+        let t = texts(&ex);
+        assert!(
+            t.iter().any(|l| l.contains("panicked at src/lib.rs:10:5")),
+            "{t:?}"
+        );
+        assert!(
+            t.iter()
+                .any(|l| l.contains("assertion `left == right` failed")),
+            "{t:?}"
+        );
+        assert!(
+            t.iter()
+                .all(|l| !l.contains("Compiling") && !l.contains("cleanup")),
+            "{t:?}"
+        );
+    }
+
+    /// Generates a large log on the fly: never held in memory whole.
+    struct Generated {
+        produced: u64,
+        limit: u64,
+        pending: Vec<u8>,
+        at: usize,
+        line: u64,
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.at == self.pending.len() {
+                if self.produced >= self.limit {
+                    return Ok(0);
+                }
+                self.pending.clear();
+                self.at = 0;
+                self.line += 1;
+                let n = self.line;
+                match n % 1000 {
+                    0 => writeln!(
+                        self.pending,
+                        "src/m{n}.rs:{n}:1: error[E0425]: cannot find value `x{n}`"
+                    ),
+                    _ => writeln!(
+                        self.pending,
+                        "\x1b[32minfo\x1b[0m step {n}: processed {} items\r",
+                        n * 7
+                    ),
+                }?;
+                self.produced += self.pending.len() as u64;
+            }
+            let n = out.len().min(self.pending.len() - self.at);
+            out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn bounded_on_a_large_generated_log() {
+        let limit = 50_000_000;
+        let reader = Generated {
+            produced: 0,
+            limit,
+            pending: Vec::new(),
+            at: 0,
+            line: 0,
+        };
+        let opts = ExcerptOptions {
+            max_lines: 25,
+            ..ExcerptOptions::default()
+        };
+        let ex = excerpt_reader(BufReader::new(reader), &opts).unwrap();
+        assert!(ex.total_bytes >= limit);
+        assert!(ex.lines.len() <= 25);
+        assert!(!ex.lines.is_empty());
+        assert!(ex.lines.iter().any(|l| l.text.contains("error[E0425]")));
+    }
+
+    #[test]
+    fn reads_gzip_by_magic_bytes() {
+        let dir = std::env::temp_dir().join(format!("excerpt-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = format!(
+            "{}npm ERR! missing script: build\nError: Cannot find module 'left-pad'\n",
+            noise(50)
+        );
+        let path = dir.join("build.log"); // no .gz extension on purpose
+        let mut gz = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(log.as_bytes()).unwrap();
+        gz.finish().unwrap();
+        let ex = excerpt_file(&path, &ExcerptOptions::default()).unwrap();
+        assert_eq!(ex.total_bytes, log.len() as u64);
+        assert!(
+            ex.lines
+                .iter()
+                .any(|l| l.text.contains("Cannot find module"))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn empty_and_boring_logs() {
+        assert_eq!(run("").lines.len(), 0);
+        assert_eq!(run("").total_lines, 0);
+        let ex = run("hello\nworld\n");
+        assert_eq!(ex.total_lines, 2);
+        assert!(ex.lines.len() <= 2);
+    }
+}

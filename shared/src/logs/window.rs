@@ -1,0 +1,367 @@
+//! Candidate windows for [`super::excerpt`]: the streaming state machine
+//! that grows windows around anchor lines, keeps a bounded pool of them and
+//! ranks them once the log is read.
+
+use std::collections::VecDeque;
+
+use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
+use super::excerpt::{Excerpt, ExcerptLine, ExcerptOptions};
+use super::score::{ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_noise, line_hash};
+
+/// Recent non-blank lines kept for leading context and the fallback tail.
+const RING: usize = 16;
+/// Lines of the fallback window before a failure footer.
+const TAIL: usize = 8;
+
+/// A scored line held in the ring.
+#[derive(Debug, Clone)]
+struct Held {
+    no: u64,
+    text: String,
+    info: LineInfo,
+    hash: u64,
+    /// Blank lines between this line and the previous non-blank one.
+    gap: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Stored {
+    line: ExcerptLine,
+    hash: u64,
+    core: bool,
+    dups: u32,
+}
+
+/// A candidate block of lines.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    lines: Vec<Stored>,
+    max_score: f32,
+    sum_score: f32,
+    quiet: f32,
+    /// Indentation of its least indented anchor: deeper lines continue it.
+    indent: u16,
+    /// Non-blank index and line number of its last core line.
+    end_nb: u64,
+    last_no: u64,
+    /// First step footer after the window and its distance in non-blank lines.
+    footer: Option<(Footer, u64)>,
+    /// Built from the lines just before a failure footer (fallback).
+    tail: bool,
+}
+
+impl Window {
+    fn add(&mut self, h: &Held, core: bool, nb: u64, cap: usize) {
+        if core {
+            self.end_nb = nb;
+            self.last_no = h.no;
+            let s = h.info.score.max(0.0);
+            self.max_score = self.max_score.max(s);
+            self.sum_score += s;
+        }
+        if let Some(prev) = self
+            .lines
+            .iter_mut()
+            .find(|s| s.hash == h.hash && s.line.text == h.text)
+        {
+            prev.dups += 1;
+            prev.core |= core;
+        } else if self.lines.len() < cap {
+            let line = ExcerptLine {
+                line_no: h.no,
+                text: h.text.clone(),
+                score: h.info.score,
+            };
+            self.lines.push(Stored {
+                line,
+                hash: h.hash,
+                core,
+                dups: 0,
+            });
+        }
+    }
+
+    /// Score used to rank windows once the whole log is seen.
+    fn value(&self, sketch: &Sketch, total_lines: u64, near: u64, failed_before: bool) -> f32 {
+        let mut v = self.max_score + (self.sum_score - self.max_score).max(0.0).ln_1p();
+        v *= match self.footer {
+            Some((Footer::Failed, d)) if d <= 3 => 3.0,
+            Some((Footer::Failed, d)) if d <= near => 2.2,
+            Some((Footer::Failed, d)) if d <= 4 * near => 1.6,
+            Some((Footer::Failed, _)) => 1.3,
+            Some((Footer::Succeeded, d)) if d <= near => 0.3,
+            Some((Footer::Succeeded, _)) => 0.6,
+            // After the last failed step: cleanup, artifact uploads, ...
+            _ if failed_before => 0.4,
+            _ => 1.0,
+        };
+        // Lines repeated elsewhere in the log are rarely the explanation.
+        let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
+        let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
+            (n + 1, r + u32::from(sketch.count(s.hash) > s.dups + 3))
+        });
+        if n > 0 {
+            v *= 1.0 - 0.6 * repeated as f32 / n as f32;
+        }
+        let pos = self.last_no as f32 / total_lines.max(1) as f32;
+        v * (0.8 + 0.4 * pos)
+    }
+}
+
+pub(super) struct State<'o> {
+    opts: &'o ExcerptOptions,
+    total_lines: u64,
+    total_bytes: u64,
+    nonblank: u64,
+    blank_run: u32,
+    ring: VecDeque<Held>,
+    open: Option<Window>,
+    pool: Vec<Window>,
+    sketch: Sketch,
+    /// Last line of the latest window (leading context never reuses lines).
+    last_window_no: u64,
+    /// Latest step boundary or footer: the fallback tail starts after it.
+    step_start_no: u64,
+    failed_footer: bool,
+}
+
+impl<'o> State<'o> {
+    pub(super) fn new(opts: &'o ExcerptOptions) -> Self {
+        Self {
+            opts,
+            total_lines: 0,
+            total_bytes: 0,
+            nonblank: 0,
+            blank_run: 0,
+            ring: VecDeque::with_capacity(RING),
+            open: None,
+            pool: Vec::new(),
+            sketch: Sketch::new(),
+            last_window_no: 0,
+            step_start_no: 0,
+            failed_footer: false,
+        }
+    }
+
+    /// Feeds one raw line (without its terminator) of `len` bytes on disk.
+    pub(super) fn push(&mut self, raw: &str, len: u64) {
+        self.total_bytes += len;
+        self.total_lines += 1;
+        let (clean, tag) = clean_line_tagged(raw);
+        let mut info = analyse(&clean, tag, raw.contains('\x1b') && is_red(raw));
+        if info.blank {
+            self.blank_run += 1;
+            return;
+        }
+        self.nonblank += 1;
+        if self.open.is_some() {
+            info.frame = is_frame(&clean);
+        }
+        let hash = line_hash(&clean);
+        self.sketch.add(hash);
+        // Reuse the oldest ring slot's allocation.
+        let mut text = if self.ring.len() >= RING {
+            self.ring.pop_front().map(|h| h.text).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        text.clear();
+        text.push_str(raw);
+        let held = Held {
+            no: self.total_lines,
+            text,
+            info,
+            hash,
+            gap: self.blank_run,
+        };
+        self.blank_run = 0;
+        if info.footer != Footer::None {
+            self.on_footer(info.footer);
+        } else if info.boundary {
+            self.close();
+            // An echoed command starts a new step.
+            let starts_step = tag == LineTag::Command
+                || clean.starts_with("$ ")
+                || (tag == LineTag::Marker && clean.starts_with("Run "));
+            if starts_step {
+                self.step_start_no = held.no;
+            }
+        } else {
+            self.grow(&held);
+        }
+        self.ring.push_back(held);
+    }
+
+    fn grow(&mut self, h: &Held) {
+        let (cap, nb) = (self.opts.max_lines, self.nonblank);
+        let core = (h.info.score >= 1.0 && !h.info.wrapper) || h.info.frame;
+        if let Some(w) = self.open.as_mut() {
+            // Deeper-indented lines continue a block, but only for a while;
+            // wrapper lines keep it open but are trimmed if nothing follows.
+            let cont = h.info.indent >= w.indent.saturating_add(2) && h.info.score >= 0.0;
+            if h.info.score >= ANCHOR {
+                w.indent = w.indent.min(h.info.indent);
+            }
+            w.add(h, core || cont, nb, cap);
+            w.quiet = match () {
+                _ if core => 0.0,
+                _ if cont => w.quiet + 0.25,
+                _ if h.info.wrapper => w.quiet + 0.5,
+                _ => w.quiet + 1.0,
+            };
+            if w.quiet > self.opts.context_after as f32 {
+                self.close();
+            }
+            return;
+        }
+        if h.info.score < ANCHOR {
+            return;
+        }
+        let mut w = Window {
+            indent: h.info.indent,
+            ..Window::default()
+        };
+        // Leading context: contiguous non-noise lines not used already.
+        let mut lead: Vec<&Held> = Vec::new();
+        let mut gap = h.gap;
+        for prev in self.ring.iter().rev().take(self.opts.context_before.min(8)) {
+            if gap > 1
+                || prev.no <= self.last_window_no
+                || prev.info.boundary
+                || prev.info.score < 0.0
+                || is_noise(&clean_line(&prev.text))
+            {
+                break;
+            }
+            lead.push(prev);
+            gap = prev.gap;
+        }
+        for prev in lead.into_iter().rev() {
+            w.add(prev, false, nb, cap);
+            if let Some(s) = w.lines.last_mut() {
+                s.core = true;
+            }
+        }
+        w.add(h, true, nb, cap);
+        self.open = Some(w);
+    }
+
+    fn close(&mut self) {
+        if let Some(mut w) = self.open.take() {
+            // Drop trailing lines that only waited for more signal.
+            while w.lines.last().is_some_and(|s| !s.core) {
+                w.lines.pop();
+            }
+            self.last_window_no = w.last_no;
+            self.keep(w);
+        }
+    }
+
+    fn on_footer(&mut self, footer: Footer) {
+        self.close();
+        let nb = self.nonblank;
+        for w in self.pool.iter_mut().filter(|w| w.footer.is_none()) {
+            w.footer = Some((footer, nb - w.end_nb));
+        }
+        if footer == Footer::Failed {
+            self.failed_footer = true;
+            self.keep_tail(Some((footer, 0)));
+        }
+        self.step_start_no = self.total_lines;
+    }
+
+    /// The last lines of a failed step (or of a log without step footers)
+    /// form a weak fallback window. Trailing wrapper lines (`make: ***
+    /// Error 1`, `error Command failed`) point at what precedes them.
+    fn keep_tail(&mut self, footer: Option<(Footer, u64)>) {
+        let start = self.step_start_no;
+        let mut lines: Vec<&Held> = self
+            .ring
+            .iter()
+            .filter(|h| h.no > start && !h.info.boundary)
+            .collect();
+        while lines.last().is_some_and(|h| h.info.wrapper) {
+            lines.pop();
+        }
+        let skip = lines.len().saturating_sub(TAIL);
+        let mut w = Window {
+            tail: true,
+            footer,
+            ..Window::default()
+        };
+        for h in &lines[skip..] {
+            w.add(h, true, self.nonblank, self.opts.max_lines);
+        }
+        w.max_score = 1.0;
+        w.sum_score = 1.0;
+        self.keep(w);
+    }
+
+    /// Adds a window to the bounded pool, evicting the weakest older one.
+    fn keep(&mut self, w: Window) {
+        if w.lines.is_empty() {
+            return;
+        }
+        self.pool.push(w);
+        if self.pool.len() <= self.opts.max_windows.max(4) {
+            return;
+        }
+        // Recent windows may still get a footer: evict among older ones.
+        let older = self.pool.len() - 3;
+        let weakest = (1..older).min_by(|&a, &b| {
+            let (a, b) = (&self.pool[a], &self.pool[b]);
+            a.max_score
+                .total_cmp(&b.max_score)
+                .then(a.sum_score.total_cmp(&b.sum_score))
+        });
+        self.pool.remove(weakest.unwrap_or(1));
+    }
+
+    pub(super) fn finish(mut self) -> Excerpt {
+        self.close();
+        if !self.failed_footer {
+            // No failed step footer: the log may have been cut or killed.
+            self.keep_tail(Some((Footer::Failed, 0)));
+        }
+        let (opts, total, failed) = (self.opts, self.total_lines, self.failed_footer);
+        let mut ranked: Vec<(f32, Window)> = std::mem::take(&mut self.pool)
+            .into_iter()
+            .map(|w| {
+                (
+                    w.value(&self.sketch, total, opts.footer_distance, failed),
+                    w,
+                )
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let best = ranked.first().map_or(0.0, |r| r.0);
+        let mut lines: Vec<ExcerptLine> = Vec::new();
+        for (value, w) in ranked {
+            let room = opts.max_lines.saturating_sub(lines.len());
+            if room == 0 || (!lines.is_empty() && value < opts.secondary_ratio * best) {
+                break;
+            }
+            if w.tail && !lines.is_empty() {
+                continue;
+            }
+            let fresh: Vec<ExcerptLine> = w
+                .lines
+                .into_iter()
+                .filter(|s| {
+                    !lines
+                        .iter()
+                        .any(|l| l.line_no == s.line.line_no || l.text == s.line.text)
+                })
+                .take(room)
+                .map(|s| s.line)
+                .collect();
+            lines.extend(fresh);
+        }
+        lines.sort_by_key(|l| l.line_no);
+        Excerpt {
+            lines,
+            total_lines: self.total_lines,
+            total_bytes: self.total_bytes,
+        }
+    }
+}
