@@ -4,7 +4,7 @@
 //! - [`events`]: `failure_events` + `event_log_chunks` (ingest, log streaming).
 //! - [`runs`]: `analysis_runs` lifecycle: claim, lease, commit, retry, reconcile.
 //! - [`steps`]: the `run_steps` journal, `run_attempts`, `tool_invocations`.
-//! - [`review`]: `review_items`.
+//! - [`review`](crate::storage::review): `review_items`.
 //! - [`knowledge`]: `knowledge_base` and the error library look-ups.
 
 pub mod events;

@@ -102,7 +102,7 @@ pub async fn create_in_tx(
         iteration: 1,
         attempt: 0,
     };
-    queue::push_step(&mut **tx, &first, limits.priority, None).await?;
+    queue::push_step(tx, &first, limits.priority, None).await?;
     Ok(run_id)
 }
 

@@ -180,17 +180,16 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             });
         }
     }
-    if evidence.is_empty() {
-        if let Some(line) = chosen.observation["error_lines"]
+    if evidence.is_empty()
+        && let Some(line) = chosen.observation["error_lines"]
             .as_array()
             .and_then(|l| l.first())
             .and_then(Value::as_str)
-        {
-            evidence.push(Evidence {
-                iteration: chosen.iteration,
-                quote: quote(line),
-            });
-        }
+    {
+        evidence.push(Evidence {
+            iteration: chosen.iteration,
+            quote: quote(line),
+        });
     }
 
     // The error library: past analyses of the same fingerprint.
@@ -210,15 +209,14 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
                     == Some(category)
             })
             .collect();
-        if category == Category::Unknown {
-            if let Some(first) = matches
+        if category == Category::Unknown
+            && let Some(first) = matches
                 .first()
                 .and_then(|m| m["category"].as_str())
                 .and_then(|c| c.parse().ok())
-            {
-                category = first;
-                self_confidence = self_confidence.max(0.5);
-            }
+        {
+            category = first;
+            self_confidence = self_confidence.max(0.5);
         }
         if let Some(m) = agreeing.first() {
             retrieval = retrieval.max(if m["status"] == "completed" { 0.9 } else { 0.6 });

@@ -170,23 +170,23 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
                 prop["type"].as_str().unwrap_or("value")
             ));
         }
-        if let Some(allowed) = prop["enum"].as_array() {
-            if !allowed.contains(value) {
-                return Err(format!(
-                    "field {key:?} must be one of {}",
-                    Value::Array(allowed.clone())
-                ));
-            }
+        if let Some(allowed) = prop["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            return Err(format!(
+                "field {key:?} must be one of {}",
+                Value::Array(allowed.clone())
+            ));
         }
-        if let (Some(n), Some(min)) = (value.as_i64(), prop["minimum"].as_i64()) {
-            if n < min {
-                return Err(format!("field {key:?} must be >= {min}"));
-            }
+        if let (Some(n), Some(min)) = (value.as_i64(), prop["minimum"].as_i64())
+            && n < min
+        {
+            return Err(format!("field {key:?} must be >= {min}"));
         }
-        if let (Some(n), Some(max)) = (value.as_i64(), prop["maximum"].as_i64()) {
-            if n > max {
-                return Err(format!("field {key:?} must be <= {max}"));
-            }
+        if let (Some(n), Some(max)) = (value.as_i64(), prop["maximum"].as_i64())
+            && n > max
+        {
+            return Err(format!("field {key:?} must be <= {max}"));
         }
     }
     Ok(())
