@@ -152,7 +152,7 @@ pub const FAST_WORKER: &[(&str, &str)] = &[
     ("FAULTLINE_QUEUE_HEARTBEAT_SECS", "1"),
     ("FAULTLINE_RETRY_BASE_MS", "200"),
     ("FAULTLINE_SHUTDOWN_GRACE_MS", "2000"),
-    ("FAULTLINE_WORKER_CONCURRENCY", "4"),
+    ("FAULTLINE_WORKER_CONCURRENCY", "2"),
 ];
 
 impl Drop for TestDb {

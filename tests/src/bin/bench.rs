@@ -1,1 +1,366 @@
-fn main() {}
+//! `faultline-bench`: the engine's own overhead, measured on this machine.
+//!
+//! 1. Unloaded: runs analysed one at a time by W real `faultline-worker`
+//!    processes (heuristic reasoner, no network): the interval between
+//!    consecutive checkpoints of a run (queue hop + claim + step + commit).
+//! 2. Loaded: a burst of N runs: checkpointed steps per second and the
+//!    engine's time per step outside the tool.
+//! 3. Step commit: the checkpoint transaction alone (`commit_step`: fenced
+//!    run update + journal row + next-task push), C concurrent committers.
+//!
+//! Uses a fresh database on the server of DATABASE_URL and drops it after.
+
+use std::{
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use faultline_shared::{
+    Settings, StepRecord, StepTask, db,
+    storage::{
+        events::{self, NewEvent, RunLimits},
+        runs::{self, Checkpoint, Next},
+    },
+};
+use hdrhistogram::Histogram;
+use serde_json::json;
+use sqlx::{Connection, PgConnection, PgPool};
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let runs = env_or("BENCH_RUNS", 300);
+    let workers = env_or("BENCH_WORKERS", 2);
+    let concurrency = env_or("BENCH_CONCURRENCY", 16);
+    let commits = env_or("BENCH_COMMITS", 3000);
+    let committers = env_or("BENCH_COMMITTERS", 8);
+
+    let base = Settings::from_env()?;
+    let url = base.database_url.expose().to_string();
+    let (server, _) = url
+        .rsplit_once('/')
+        .context("DATABASE_URL has no database part")?;
+    let name = format!("faultline_bench_{}", std::process::id());
+    let admin = format!("{server}/postgres");
+    let mut conn = PgConnection::connect(&admin)
+        .await
+        .context("connect to the Postgres server")?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await?;
+    let bench_url = format!("{server}/{name}");
+    let result = bench(&bench_url, runs, workers, concurrency, commits, committers).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&mut conn)
+    .await?;
+    result
+}
+
+async fn bench(
+    url: &str,
+    runs: usize,
+    workers: usize,
+    concurrency: usize,
+    commits: usize,
+    committers: usize,
+) -> anyhow::Result<()> {
+    let settings = Settings::from_lookup(|k| {
+        if k == "DATABASE_URL" {
+            Some(url.to_string())
+        } else {
+            std::env::var(k).ok()
+        }
+    })?;
+    let pool = db::connect(&settings, (committers + 4) as u32).await?;
+    db::migrate(&pool).await?;
+    println!("faultline-bench on {}", machine());
+
+    let bin = std::env::current_exe()?
+        .parent()
+        .context("bin dir")?
+        .join("faultline-worker");
+    let mut children: Vec<Child> = (0..workers)
+        .map(|i| {
+            Command::new(&bin)
+                .env("DATABASE_URL", url)
+                .env("FAULTLINE_WORKER_ID", format!("bench-{i}"))
+                .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("start {}", bin.display()))?;
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+
+    // 1. Unloaded: one run at a time, so each hop is the engine's own latency.
+    let singles = 20;
+    let mut totals = Vec::new();
+    for i in 0..singles {
+        let event = NewEvent {
+            dedup_key: format!("single:{i}"),
+            source: "bench".into(),
+            ..NewEvent::default()
+        };
+        let t = Instant::now();
+        let run = events::ingest(&pool, &event, sample_log(i).as_bytes(), limits)
+            .await?
+            .run_id;
+        wait_all_finished(&pool).await?;
+        totals.push(t.elapsed().as_secs_f64() * 1000.0);
+        let _ = run;
+    }
+    let single_gaps: Vec<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY run_id ORDER BY iteration))::float8 * 1000
+         FROM run_steps",
+    )
+    .fetch_all(&pool)
+    .await?
+    .into_iter()
+    .flatten_opt();
+    println!("\nunloaded: {singles} runs one after another ({workers} workers idle otherwise)");
+    report("  whole analysis, enqueue to final commit", &totals, 1.0);
+    report(
+        "  interval between consecutive checkpoints (queue hop + claim + step + commit)",
+        &single_gaps,
+        1.0,
+    );
+    sqlx::query("TRUNCATE run_steps, run_attempts, tool_invocations, review_items, analysis_runs, event_log_chunks, failure_events CASCADE")
+        .execute(&pool)
+        .await?;
+
+    // 2. Loaded: a burst of runs.
+    for i in 0..runs {
+        let log = sample_log(i);
+        let event = NewEvent {
+            dedup_key: format!("bench:{i}"),
+            source: "bench".into(),
+            ..NewEvent::default()
+        };
+        events::ingest(&pool, &event, log.as_bytes(), limits).await?;
+    }
+    let started = Instant::now();
+    wait_all_finished(&pool).await?;
+    let wall = started.elapsed();
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let (steps, span): (i64, f64) = sqlx::query_as(
+        "SELECT count(*), extract(epoch FROM max(s.created_at) - min(r.started_at))::float8
+         FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let outcomes = runs::count_by_status(&pool).await?;
+    println!(
+        "\nloaded: a burst of {runs} runs, {workers} worker processes x concurrency {concurrency}, heuristic reasoner"
+    );
+    println!("  outcomes: {outcomes:?}");
+    println!(
+        "  {steps} checkpointed steps in {span:.2} s (first claim to last commit) = {:.0} steps/s",
+        steps as f64 / span
+    );
+    println!(
+        "  (the burst was enqueued while the workers ran; last enqueue to last commit: {:.2} s)",
+        wall.as_secs_f64()
+    );
+    let engine: Vec<f64> = sqlx::query_scalar("SELECT (step_ms - tool_ms)::float8 FROM run_steps")
+        .fetch_all(&pool)
+        .await?;
+    report(
+        "  engine time per step outside the tool (claim, journal, decide, verify)",
+        &engine,
+        1.0,
+    );
+    let gaps: Vec<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY run_id ORDER BY iteration))::float8 * 1000
+         FROM run_steps",
+    )
+    .fetch_all(&pool)
+    .await?
+    .into_iter()
+    .flatten_opt();
+    report(
+        "  interval between consecutive checkpoints of a run (includes queueing behind the burst)",
+        &gaps,
+        1.0,
+    );
+
+    // 3. The checkpoint transaction alone.
+    commit_latency(&pool, commits, committers).await?;
+    Ok(())
+}
+
+/// Waits until no run is open (10 minutes at most).
+async fn wait_all_finished(pool: &PgPool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM analysis_runs WHERE status NOT IN ('completed', 'needs_review', 'failed')",
+        )
+        .fetch_one(pool)
+        .await?;
+        if open == 0 {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "runs did not finish within 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+trait FlattenOpt {
+    fn flatten_opt(self) -> Vec<f64>;
+}
+impl<I: Iterator<Item = Option<f64>>> FlattenOpt for I {
+    fn flatten_opt(self) -> Vec<f64> {
+        self.flatten().collect()
+    }
+}
+
+/// Claims and commits iterations directly, `committers` at a time.
+async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> anyhow::Result<()> {
+    let per_run = 5;
+    let limits = RunLimits {
+        max_iterations: 50,
+        max_attempts: 5,
+        priority: 10,
+    };
+    let runs_needed = commits.div_ceil(per_run);
+    let mut run_ids = Vec::new();
+    for i in 0..runs_needed {
+        let event = NewEvent {
+            dedup_key: format!("commit:{i}"),
+            source: "bench".into(),
+            ..NewEvent::default()
+        };
+        run_ids.push(
+            events::ingest(pool, &event, &b"x"[..], limits)
+                .await?
+                .run_id,
+        );
+    }
+    let run_ids = Arc::new(run_ids);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..committers)
+        .map(|_| {
+            let (pool, run_ids, next) = (pool.clone(), run_ids.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut samples = Vec::new();
+                let observation = json!({"lines": [{"n": 1, "text": "error: something failed"}], "total_lines": 1});
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= run_ids.len() {
+                        return anyhow::Ok(samples);
+                    }
+                    for iteration in 1..=per_run as i32 {
+                        let task = StepTask { run_id: run_ids[i], iteration, attempt: 0 };
+                        let (lease, _) = runs::claim(&pool, &task, "bench", Duration::from_secs(30)).await?.context("claim")?;
+                        let record = StepRecord {
+                            iteration,
+                            thought: "bench".into(),
+                            action: "log_excerpt".into(),
+                            action_input: json!({}),
+                            observation: observation.clone(),
+                            is_final: false,
+                        };
+                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None };
+                        let t = Instant::now();
+                        runs::commit_step(&pool, &lease, &cp, &Next::Continue).await?;
+                        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await??);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!("\nstep commit (fenced run update + journal row + next-task push, one transaction):");
+    println!(
+        "  {} commits by {committers} concurrent committers in {secs:.2} s = {:.0} commits/s",
+        all.len(),
+        all.len() as f64 / secs
+    );
+    report("  commit latency", &all, 1.0);
+    Ok(())
+}
+
+fn report(label: &str, ms: &[f64], scale: f64) {
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    for v in ms {
+        let _ = h.record(((v * scale) * 1000.0).max(1.0) as u64);
+    }
+    let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    println!(
+        "{label}: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms (n={})",
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        h.max() as f64 / 1000.0,
+        h.len()
+    );
+}
+
+fn sample_log(i: usize) -> String {
+    let failures = [
+        "java.lang.OutOfMemoryError: Java heap space",
+        "ModuleNotFoundError: No module named 'yaml'",
+        "error[E0308]: mismatched types",
+        "AssertionError: expected 3, got 4",
+        "curl: (6) Could not resolve host: registry.example.com",
+    ];
+    let mut log = String::new();
+    for n in 0..200 {
+        log.push_str(&format!("[{n:04}] compiling module_{n} ... ok\n"));
+    }
+    log.push_str(failures[i % failures.len()]);
+    log.push_str(&format!("\nbuild {i} failed\n"));
+    log
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| format!("{:.0} GiB", kb as f64 / 1048576.0))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, {mem} RAM")
+}

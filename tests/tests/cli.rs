@@ -1,0 +1,106 @@
+//! Bad input to the CLI gets a precise error and changes nothing.
+
+use faultline_tests::TestDb;
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_with_a_precise_error() {
+    let db = TestDb::new().await;
+    let missing = db.cli(&["enqueue", "/nonexistent/build.log"], &[]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("cannot read /nonexistent/build.log"),
+        "{}",
+        stderr(&missing)
+    );
+
+    let dir = db.cli(&["enqueue", db.dir.to_str().unwrap()], &[]);
+    assert!(
+        stderr(&dir).contains("is not a regular file"),
+        "{}",
+        stderr(&dir)
+    );
+
+    let unknown = db.cli(&["status", "00000000-0000-0000-0000-000000000000"], &[]);
+    assert!(stderr(&unknown).contains("not found"));
+
+    let bad_id = db.cli(&["trace", "not-a-uuid"], &[]);
+    assert_eq!(bad_id.status.code(), Some(2), "clap usage error");
+
+    let broken = db.write("patterns.json", "[{\"slug\": 1}]");
+    let kb = db.cli(&["kb", "load", broken.to_str().unwrap()], &[]);
+    assert!(
+        stderr(&kb).contains("patterns.json is not a valid pattern file"),
+        "{}",
+        stderr(&kb)
+    );
+
+    let bad_config = db.cli(&["enqueue", "x.log"], &[("FAULTLINE_MAX_ATTEMPTS", "lots")]);
+    assert!(
+        stderr(&bad_config).contains("FAULTLINE_MAX_ATTEMPTS"),
+        "{}",
+        stderr(&bad_config)
+    );
+
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM failure_events")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 0, "nothing was stored");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kb_load_adds_searchable_patterns() {
+    let db = TestDb::new().await;
+    let file = db.write(
+        "extra.json",
+        r#"[{"slug": "flux-capacitor-overload", "title": "Flux capacitor overload", "category": "INFRA_ERROR",
+            "signatures": ["(?i)flux capacitor overload"], "keywords": ["flux", "capacitor"],
+            "symptoms": "The build agent reports a flux capacitor overload.", "root_cause": "Too many gigawatts.",
+            "fix": "Lower the gigawatts.", "examples": ["FATAL: flux capacitor overload"], "weight": 0.9}]"#,
+    );
+    assert!(
+        db.cli_ok(&["kb", "load", file.to_str().unwrap()], &[])
+            .contains("loaded 1 entries")
+    );
+    let hits = faultline_shared::storage::knowledge::search(&db.pool, "capacitor", 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.first().map(|h| h.slug.as_str()),
+        Some("flux-capacitor-overload")
+    );
+}
+
+#[test]
+fn excerpt_prints_only_the_lines() {
+    let dir = std::env::temp_dir().join(format!("faultline-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.log");
+    std::fs::write(&path, "setup ok\nrunning tests\nFAILED tests/test_api.py::test_login - AssertionError: 401 != 200\n1 failed, 20 passed\n").unwrap();
+    let out = std::process::Command::new(faultline_tests::bin("faultline"))
+        .arg("excerpt")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let input = std::fs::read_to_string(&path).unwrap();
+    // Every printed line is a verbatim line of the log.
+    assert!(
+        stdout.lines().all(|l| input.lines().any(|i| i == l)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("AssertionError: 401 != 200"));
+    let json = std::process::Command::new(faultline_tests::bin("faultline"))
+        .args(["excerpt", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["total_lines"], 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
