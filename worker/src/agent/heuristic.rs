@@ -275,6 +275,9 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             ),
         },
     };
+    // The same line can match several signatures: cite it once.
+    let mut seen = std::collections::HashSet::new();
+    evidence.retain(|e| seen.insert((e.iteration, e.quote.clone())));
     Draft {
         category,
         root_cause,
