@@ -1,8 +1,11 @@
-//! `faultline`: the producer CLI. Ingest failure logs, follow analyses,
-//! read traces and the review queue, and run the excerpt tool locally.
+//! `faultline`: the producer CLI and HTTP server. Ingest failure logs,
+//! follow analyses, read traces and the review queue, run the excerpt tool
+//! locally, and serve webhooks and the REST API (`faultline serve`).
 
 mod ingest;
+mod server;
 mod show;
+mod token;
 
 use std::{path::PathBuf, process::ExitCode};
 
@@ -20,6 +23,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the CI webhooks and the REST API until SIGTERM/SIGINT.
+    Serve {
+        /// Address to listen on (default: FAULTLINE_BIND, else 127.0.0.1:8080; port 0 picks one).
+        #[arg(long)]
+        bind: Option<std::net::SocketAddr>,
+    },
+    /// API tokens of the REST API.
+    Token {
+        #[command(subcommand)]
+        command: token::TokenCommand,
+    },
     /// Create or upgrade the database schema and load the built-in knowledge base.
     Migrate,
     /// Enqueue a log for analysis; prints only the run id.
@@ -88,13 +102,20 @@ enum KbCommand {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The server logs its requests; the other commands stay quiet by default.
+    let default_filter = match cli.command {
+        Command::Serve { .. } => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()).await {
+    match run(cli).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -113,6 +134,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return excerpt(file, *json, *max_lines);
     }
     let settings = Settings::from_env().context("invalid configuration")?;
+    if let Command::Serve { bind } = &cli.command {
+        server::serve(&settings, *bind).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let pool = db::connect(&settings, 4).await?;
     match cli.command {
         Command::Migrate => {
@@ -162,7 +187,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await?;
             println!("loaded {n} entries from {}", file.display());
         }
-        Command::Excerpt { .. } => unreachable!("handled above"),
+        Command::Token { command } => token::run(&pool, command).await?,
+        Command::Excerpt { .. } | Command::Serve { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -87,8 +87,8 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
         return Ok(());
     }
     println!(
-        "run {}  {}  ({} iterations, reasoner {})",
-        run.id, run.status, run.iteration, run.reasoner
+        "run {}  {}  ({} iterations, {} tokens in, {} out, ${:.4})",
+        run.id, run.status, run.iteration, run.tokens_in, run.tokens_out, run.cost_usd
     );
     for step in &journal {
         println!(
@@ -101,6 +101,22 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
             step.attempt,
             step.worker_id
         );
+        if step.reasoner != "heuristic" || step.tokens_in + step.tokens_out > 0 {
+            println!(
+                "   reasoner:    {} ({} tokens in, {} out, ${:.4}){}",
+                step.reasoner,
+                step.tokens_in,
+                step.tokens_out,
+                step.cost_usd,
+                step.call_id
+                    .as_deref()
+                    .map(|id| format!(", call {id}"))
+                    .unwrap_or_default()
+            );
+        }
+        if let Some(reason) = step.llm.as_ref().and_then(|l| l["llm_fallback"].as_str()) {
+            println!("   llm_fallback: {reason}");
+        }
         println!("   thought:     {}", step.thought);
         println!(
             "   observation: {}",

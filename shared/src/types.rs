@@ -128,16 +128,36 @@ impl StepTask {
 }
 
 /// One committed checkpoint of the journal (`run_steps`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub iteration: i32,
     pub thought: String,
-    /// A tool name, or `final_answer`.
+    /// A tool name, `final_answer`, or `invalid_response` (an LLM reply that
+    /// could not be used; its error is the observation).
     pub action: String,
     pub action_input: Value,
     pub observation: Value,
     pub is_final: bool,
+    /// Which reasoner decided this iteration (`heuristic`, `openai`, `anthropic`).
+    #[serde(default)]
+    pub reasoner: String,
+    /// The provider's id of the tool call, so a rebuilt conversation pairs
+    /// each call with its result.
+    #[serde(default)]
+    pub call_id: Option<String>,
+    /// The raw LLM exchange (request, response, fallback reason), if any.
+    #[serde(default)]
+    pub llm: Option<Value>,
+    #[serde(default)]
+    pub tokens_in: i32,
+    #[serde(default)]
+    pub tokens_out: i32,
+    #[serde(default)]
+    pub cost_usd: f64,
 }
+
+/// The action recorded for an LLM reply that could not be used.
+pub const INVALID_RESPONSE: &str = "invalid_response";
 
 pub const FINAL_ANSWER: &str = "final_answer";
 

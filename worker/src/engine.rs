@@ -25,7 +25,7 @@ use faultline_shared::{
         runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next},
         steps,
     },
-    types::{FINAL_ANSWER, RunStatus},
+    types::{FINAL_ANSWER, INVALID_RESPONSE, RunStatus},
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -34,7 +34,7 @@ use tracing::{info, warn};
 
 use crate::{
     agent::{
-        AgentState, Decision, Reasoner,
+        AgentState, Decision, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
         verify::{self, Route},
     },
     tools::{ToolBelt, ToolContext, ToolError},
@@ -86,6 +86,8 @@ pub struct Engine {
     pub worker_id: String,
     pub tools: ToolBelt,
     pub reasoner: Arc<dyn Reasoner>,
+    /// Continue with the heuristic reasoner when the LLM fails for good.
+    pub llm_fallback: bool,
     /// Flips to true on SIGTERM.
     pub shutdown: watch::Receiver<bool>,
 }
@@ -176,7 +178,26 @@ impl Engine {
             iteration,
             max_iterations: run.max_iterations,
         };
-        let decision = self.reasoner.decide(&state);
+        let (reasoned, reasoner) = self.decide(&state).await?;
+        let Reasoned {
+            decision,
+            call_id,
+            llm,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+        } = reasoned;
+        let decision = decision
+            .ok_or_else(|| StepError::Permanent("the reasoner returned no decision".into()))?;
+        let meta = |mut record: StepRecord| {
+            record.reasoner = reasoner.to_string();
+            record.call_id = call_id.clone();
+            record.llm = llm.clone();
+            record.tokens_in = tokens_in;
+            record.tokens_out = tokens_out;
+            record.cost_usd = cost_usd;
+            record
+        };
 
         let mut tool_ms = 0;
         let mut fingerprint = None;
@@ -202,8 +223,25 @@ impl Engine {
                     action_input: input,
                     observation,
                     is_final: false,
+                    ..StepRecord::default()
                 };
-                (record, Next::Continue)
+                (meta(record), Next::Continue)
+            }
+            Decision::Invalid {
+                thought,
+                raw,
+                error,
+            } => {
+                let record = StepRecord {
+                    iteration,
+                    thought,
+                    action: INVALID_RESPONSE.to_string(),
+                    action_input: raw,
+                    observation: json!({"error": error}),
+                    is_final: false,
+                    ..StepRecord::default()
+                };
+                (meta(record), Next::Continue)
             }
             Decision::Answer { thought, draft } => {
                 let self_corrected = journal
@@ -255,8 +293,9 @@ impl Engine {
                     action_input: serde_json::to_value(&draft).unwrap_or(Value::Null),
                     observation,
                     is_final,
+                    ..StepRecord::default()
                 };
-                (record, next)
+                (meta(record), next)
             }
         };
 
@@ -288,6 +327,47 @@ impl Engine {
                 Ok(StepOutcome::Fenced)
             }
         }
+    }
+
+    /// Asks the configured reasoner; on a permanent LLM failure, and for the
+    /// rest of a run that already fell back, the heuristic reasoner decides
+    /// instead (when `LLM_FALLBACK` is on), with the reason in the journal.
+    async fn decide(&self, state: &AgentState<'_>) -> Result<(Reasoned, &'static str), StepError> {
+        let fell_back = state.journal.iter().any(|s| {
+            s.llm
+                .as_ref()
+                .is_some_and(|l| l.get("llm_fallback").is_some())
+        });
+        let heuristic = || {
+            (
+                Reasoned::offline(HeuristicReasoner.plan(state)),
+                HeuristicReasoner.name(),
+            )
+        };
+        if fell_back {
+            return Ok(heuristic());
+        }
+        let error = match self.reasoner.decide(state).await {
+            Ok(r) => match &r.decision {
+                Some(Decision::Answer { .. }) => return Ok((r, self.reasoner.name())),
+                Some(_) if state.must_answer() => {
+                    format!("no final answer within {} iterations", state.max_iterations)
+                }
+                _ => return Ok((r, self.reasoner.name())),
+            },
+            Err(ReasonError::Transient(msg)) => return Err(StepError::Transient(msg)),
+            Err(ReasonError::Permanent(msg)) => msg,
+        };
+        if !self.llm_fallback {
+            return Err(StepError::Permanent(error));
+        }
+        warn!(
+            error,
+            "LLM failed for good; the heuristic reasoner takes over this run"
+        );
+        let (mut reasoned, name) = heuristic();
+        reasoned.llm = Some(json!({"llm_fallback": error, "from": self.reasoner.name()}));
+        Ok((reasoned, name))
     }
 
     /// Runs a tool call, or reuses the journaled result of an identical call

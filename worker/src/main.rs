@@ -5,7 +5,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use faultline_shared::{Settings, db};
-use faultline_worker::{Engine, agent::HeuristicReasoner, runtime, tools::ToolBelt};
+use faultline_worker::{
+    Engine,
+    agent::{
+        HeuristicReasoner, Reasoner,
+        llm::{LlmReasoner, config::LlmConfig},
+    },
+    runtime,
+    tools::ToolBelt,
+};
 use tokio::sync::watch;
 use tracing::info;
 
@@ -39,10 +47,26 @@ async fn main() -> anyhow::Result<()> {
     let pool = db::connect(&settings, settings.worker_concurrency as u32 * 2 + 4).await?;
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay);
+    let llm = LlmConfig::from_env().context("invalid LLM configuration")?;
+    let llm_fallback = llm.as_ref().is_some_and(|c| c.fallback);
+    let reasoner: Arc<dyn Reasoner> = match llm {
+        Some(cfg) => {
+            info!(
+                provider = cfg.provider.name(),
+                model = cfg.model,
+                base_url = cfg.base_url,
+                "LLM reasoner"
+            );
+            Arc::new(LlmReasoner::new(cfg, tools.describe()))
+        }
+        None => Arc::new(HeuristicReasoner),
+    };
     let engine = Arc::new(Engine {
         pool,
-        tools: ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay),
-        reasoner: Arc::new(HeuristicReasoner),
+        tools,
+        reasoner,
+        llm_fallback,
         worker_id: worker_id.clone(),
         shutdown: shutdown_rx.clone(),
         settings,

@@ -8,7 +8,10 @@ use apalis_postgres::{Config, PostgresStorage, Pubsub};
 use faultline_shared::{
     StepTask,
     queue::STEP_QUEUE,
-    storage::runs::{self, Backoff},
+    storage::{
+        runs::{self, Backoff},
+        tasks,
+    },
 };
 use tokio::sync::watch;
 use tracing::{error, info, warn};
@@ -92,7 +95,17 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
         base: engine.settings.retry_base,
         max: engine.settings.retry_max,
     };
+    let mut pass: u64 = 0;
     loop {
+        pass += 1;
+        // Every ~100 passes, prune step tasks finished over an hour ago.
+        if pass % 100 == 1 {
+            match tasks::prune_finished(&engine.pool, Duration::from_secs(3600), 10_000).await {
+                Ok(0) => {}
+                Ok(n) => info!(pruned = n, "pruned finished step tasks"),
+                Err(e) => warn!(error = %e, "pruning finished step tasks failed"),
+            }
+        }
         match runs::reconcile_expired(&engine.pool, backoff, 100).await {
             Ok(0) => {}
             Ok(n) => info!(recovered = n, "re-queued runs whose lease expired"),

@@ -6,12 +6,15 @@
 //! - [`steps`]: the `run_steps` journal, `run_attempts`, `tool_invocations`.
 //! - [`review`](crate::storage::review): `review_items`.
 //! - [`knowledge`]: `knowledge_base` and the error library look-ups.
+//! - [`tasks`]: housekeeping of the apalis step queue.
 
 pub mod events;
 pub mod knowledge;
 pub mod review;
 pub mod runs;
 pub mod steps;
+pub mod tasks;
+pub mod tokens;
 
 /// True for database errors worth retrying: the connection or pool went
 /// away, or Postgres asked us to retry (serialization, deadlock, shutdown).

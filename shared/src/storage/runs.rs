@@ -48,6 +48,9 @@ pub struct RunRow {
     pub confidence: Option<f32>,
     pub result: Option<Value>,
     pub failure_reason: Option<String>,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
@@ -62,7 +65,8 @@ impl RunRow {
 
 const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
     max_attempts, next_attempt_at, last_error, lease_owner, lease_expires_at, lease_epoch, fingerprint,
-    category, confidence, result, failure_reason, created_at, updated_at, started_at, finished_at";
+    category, confidence, result, failure_reason, tokens_in, tokens_out, cost_usd, created_at, updated_at,
+    started_at, finished_at";
 
 /// The right to write a run's next checkpoint, valid while owner and epoch match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,6 +236,7 @@ pub async fn commit_step(
              fingerprint = coalesce($6, fingerprint),
              result = coalesce($7, result), category = coalesce($8, category),
              confidence = coalesce($9, confidence),
+             tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
              finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
          WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
            AND status = 'running'
@@ -247,6 +252,9 @@ pub async fn commit_step(
     .bind(category)
     .bind(confidence)
     .bind(status.is_terminal())
+    .bind(i64::from(cp.record.tokens_in))
+    .bind(i64::from(cp.record.tokens_out))
+    .bind(cp.record.cost_usd)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(priority) = priority else {

@@ -18,8 +18,9 @@ pub(crate) async fn insert_in_tx(
     let r = cp.record;
     sqlx::query(
         "INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
-                                attempt, lease_epoch, worker_id, tool_ms, step_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                attempt, lease_epoch, worker_id, tool_ms, step_ms,
+                                reasoner, call_id, llm, tokens_in, tokens_out, cost_usd)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     )
     .bind(lease.run_id)
     .bind(r.iteration)
@@ -33,6 +34,12 @@ pub(crate) async fn insert_in_tx(
     .bind(cp.worker_id)
     .bind(cp.tool_ms)
     .bind(cp.step_ms)
+    .bind(if r.reasoner.is_empty() { "heuristic" } else { r.reasoner.as_str() })
+    .bind(&r.call_id)
+    .bind(&r.llm)
+    .bind(r.tokens_in)
+    .bind(r.tokens_out)
+    .bind(r.cost_usd)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -52,6 +59,12 @@ pub struct StepRow {
     pub worker_id: String,
     pub tool_ms: i32,
     pub step_ms: i32,
+    pub reasoner: String,
+    pub call_id: Option<String>,
+    pub llm: Option<Value>,
+    pub tokens_in: i32,
+    pub tokens_out: i32,
+    pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
 }
 
@@ -64,6 +77,12 @@ impl StepRow {
             action_input: self.action_input.clone(),
             observation: self.observation.clone(),
             is_final: self.is_final,
+            reasoner: self.reasoner.clone(),
+            call_id: self.call_id.clone(),
+            llm: self.llm.clone(),
+            tokens_in: self.tokens_in,
+            tokens_out: self.tokens_out,
+            cost_usd: self.cost_usd,
         }
     }
 }
@@ -72,7 +91,8 @@ impl StepRow {
 pub async fn list(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<StepRow>> {
     sqlx::query_as(
         "SELECT iteration, thought, action, action_input, observation, is_final, attempt,
-                lease_epoch, worker_id, tool_ms, step_ms, created_at
+                lease_epoch, worker_id, tool_ms, step_ms, reasoner, call_id, llm, tokens_in, tokens_out,
+                cost_usd, created_at
          FROM run_steps WHERE run_id = $1 ORDER BY iteration",
     )
     .bind(run_id)

@@ -282,6 +282,7 @@ async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> any
                             action_input: json!({}),
                             observation: observation.clone(),
                             is_final: false,
+                            ..Default::default()
                         };
                         let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None };
                         let t = Instant::now();

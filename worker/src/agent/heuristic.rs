@@ -7,7 +7,9 @@
 use faultline_shared::{Category, Evidence, StepRecord, kb, types::FINAL_ANSWER};
 use serde_json::{Value, json};
 
-use super::{AgentState, Decision, Draft, Reasoner};
+use futures::future::BoxFuture;
+
+use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner};
 use crate::tools::{LOG_EXCERPT, SEARCH_KNOWLEDGE, SIMILAR_FAILURES};
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -18,7 +20,17 @@ impl Reasoner for HeuristicReasoner {
         "heuristic"
     }
 
-    fn decide(&self, state: &AgentState<'_>) -> Decision {
+    fn decide<'a>(
+        &'a self,
+        state: &'a AgentState<'a>,
+    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>> {
+        Box::pin(std::future::ready(Ok(Reasoned::offline(self.plan(state)))))
+    }
+}
+
+impl HeuristicReasoner {
+    /// The next step, from the journal alone (pure and deterministic).
+    pub fn plan(&self, state: &AgentState<'_>) -> Decision {
         let excerpt = state
             .observations_of(LOG_EXCERPT)
             .find(|s| s.action_input["mode"] != "tail");

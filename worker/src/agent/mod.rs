@@ -2,11 +2,13 @@
 //! routes their final answers.
 
 mod heuristic;
+pub mod llm;
 pub mod verify;
 
 pub use heuristic::HeuristicReasoner;
 
 use faultline_shared::{Category, Evidence, StepRecord, storage::events::EventRow};
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 /// Everything a reasoner may look at: the event and the journal so far.
@@ -45,6 +47,48 @@ pub enum Decision {
     },
     /// Give the final answer (verified before it is accepted).
     Answer { thought: String, draft: Draft },
+    /// An LLM reply that cannot be used (unknown tool, arguments that are not
+    /// JSON or break the schema, no tool call, an empty or truncated reply).
+    /// The error goes back to the model as the observation (a reprompt).
+    Invalid {
+        thought: String,
+        raw: Value,
+        error: String,
+    },
+}
+
+/// A decision with what the journal records about how it was reached.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reasoned {
+    pub decision: Option<Decision>,
+    /// The provider's tool-call id, echoed with the tool result on resume.
+    pub call_id: Option<String>,
+    /// The raw exchange (request, response) for the journal.
+    pub llm: Option<Value>,
+    pub tokens_in: i32,
+    pub tokens_out: i32,
+    pub cost_usd: f64,
+}
+
+impl Reasoned {
+    /// A decision reached without a model (the heuristic reasoner).
+    pub fn offline(decision: Decision) -> Self {
+        Self {
+            decision: Some(decision),
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a reasoner could not decide.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReasonError {
+    /// Worth retrying the step later (429, 5xx, timeouts, resets).
+    #[error("{0}")]
+    Transient(String),
+    /// Will not get better by retrying (400/401/403/404, reprompts exhausted).
+    #[error("{0}")]
+    Permanent(String),
 }
 
 /// An unverified final answer.
@@ -61,9 +105,12 @@ pub struct Draft {
     pub kb_refs: Vec<String>,
 }
 
-/// A reasoner: pure decision logic over the journal (no I/O), so a resumed
-/// run decides exactly what it would have decided before the crash.
+/// A reasoner decides the next action from the journal alone, so a resumed
+/// run rebuilds exactly the conversation it had before a crash.
 pub trait Reasoner: Send + Sync {
     fn name(&self) -> &'static str;
-    fn decide(&self, state: &AgentState<'_>) -> Decision;
+    fn decide<'a>(
+        &'a self,
+        state: &'a AgentState<'a>,
+    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>>;
 }

@@ -35,6 +35,53 @@ pub struct Verdict {
     pub parts: Value,
 }
 
+/// Retrieval strength of an answer of `category` from what the run observed:
+/// a past same-fingerprint analysis that agrees (0.9 if it completed, 0.6 if
+/// it was only reviewed), or a knowledge-base entry of the same category
+/// (0.9 when it is the entry of a signature matched in the log, else by
+/// rank). Returns the strength and the knowledge-base slugs relied on.
+pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f32, Vec<String>) {
+    let mut strength: f32 = 0.0;
+    let mut refs = Vec::new();
+    let matched: Vec<&str> = journal
+        .iter()
+        .filter(|s| s.action == "log_excerpt")
+        .flat_map(|s| {
+            s.observation["classification"]["hits"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|h| h["slug"].as_str())
+        .collect();
+    for step in journal {
+        for m in step.observation["matches"].as_array().into_iter().flatten() {
+            if m["category"].as_str() != Some(category.as_str()) {
+                continue;
+            }
+            match step.action.as_str() {
+                "similar_failures" => {
+                    strength = strength.max(if m["status"] == "completed" { 0.9 } else { 0.6 })
+                }
+                "search_knowledge" => {
+                    let slug = m["slug"].as_str().unwrap_or_default();
+                    let rank = m["rank"].as_f64().unwrap_or(0.0) as f32;
+                    strength = strength.max(if matched.contains(&slug) {
+                        0.9
+                    } else {
+                        0.55 + rank.min(0.3)
+                    });
+                    if !refs.iter().any(|r| r == slug) {
+                        refs.push(slug.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (strength, refs)
+}
+
 /// True when `quote` appears in one of the string values of `observation`.
 fn appears_in(observation: &Value, quote: &str) -> bool {
     match observation {
@@ -125,6 +172,7 @@ mod tests {
             action_input: json!({}),
             observation: json!({"lines": [{"n": 7, "text": "java.lang.OutOfMemoryError: Java heap space"}]}),
             is_final: false,
+            ..Default::default()
         }]
     }
 

@@ -1,0 +1,182 @@
+//! `/api/v1/analyses`: submit a log (or a URL to one) and read the analysis
+//! and its trace. Bearer tokens: `ingest` submits, `reviewer` reads, `admin`
+//! does both (see `auth.rs`).
+
+use axum::{
+    Json,
+    extract::{Path, State, rejection::JsonRejection, rejection::PathRejection},
+    http::{HeaderMap, Uri},
+    response::Response,
+};
+use faultline_shared::storage::{
+    events::{self, NewEvent, hex},
+    review, runs, steps,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::{
+    AppState,
+    auth::{Ingester, Reader},
+    error::AppError,
+    header_str, store,
+};
+
+/// `POST /api/v1/analyses` body: exactly one of `log` and `log_url`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAnalysis {
+    log: Option<String>,
+    log_url: Option<String>,
+    job: Option<String>,
+    build: Option<BuildNumber>,
+    test: Option<String>,
+    repository: Option<String>,
+    commit: Option<String>,
+}
+
+/// CI systems send build numbers as numbers or as strings.
+#[derive(Debug)]
+struct BuildNumber(String);
+
+impl<'de> Deserialize<'de> for BuildNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = BuildNumber;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a build number (a string or a non-negative integer)")
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<BuildNumber, E> {
+                Ok(BuildNumber(n.to_string()))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<BuildNumber, E> {
+                Ok(BuildNumber(s.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+pub async fn create(
+    Ingester(caller): Ingester,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<CreateAnalysis>, JsonRejection>,
+) -> Result<Response, AppError> {
+    let Json(req) = body?;
+    let (log, log_url) = match (req.log, req.log_url) {
+        (Some(_), Some(_)) => {
+            return Err(AppError::bad_request(
+                "invalid request body",
+                "send either `log` or `log_url`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(AppError::bad_request(
+                "invalid request body",
+                "missing field `log` (or `log_url`)",
+            ));
+        }
+        (Some(log), None) if log.is_empty() => {
+            return Err(AppError::bad_request(
+                "invalid request body",
+                "log: is empty",
+            ));
+        }
+        (log, url) => (log.unwrap_or_default(), url.map(check_url).transpose()?),
+    };
+    let dedup_key = match header_str(&headers, "idempotency-key") {
+        Some(key) => format!("api:{}", check_idempotency_key(key)?),
+        None => match &log_url {
+            Some(url) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
+            None => format!("api:sha256:{}", hex(&Sha256::digest(log.as_bytes()))),
+        },
+    };
+    let event = NewEvent {
+        dedup_key,
+        source: "api".into(),
+        job_name: req.job,
+        build_number: req.build.map(|b| b.0),
+        test_name: req.test,
+        repository: req.repository,
+        commit_sha: req.commit,
+        payload: json!({"api": {"log_url": log_url, "submitted_by": caller.name}}),
+        ..NewEvent::default()
+    };
+    store(&state, &event, log.as_bytes()).await
+}
+
+/// A log URL must be absolute http(s): the worker fetches it later.
+fn check_url(url: String) -> Result<String, AppError> {
+    let ok = url
+        .parse::<Uri>()
+        .is_ok_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some());
+    if ok {
+        Ok(url)
+    } else {
+        Err(AppError::bad_request(
+            "invalid request body",
+            format!("log_url: {url:?} is not an absolute http(s) URL"),
+        ))
+    }
+}
+
+fn check_idempotency_key(key: &str) -> Result<&str, AppError> {
+    let key = key.trim();
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+        return Err(AppError::bad_request(
+            "invalid header",
+            format!("Idempotency-Key must be 1..={MAX_IDEMPOTENCY_KEY} characters"),
+        ));
+    }
+    Ok(key)
+}
+
+/// `GET /api/v1/analyses/{id}`: status, result, event and review item.
+pub async fn get(
+    _: Reader,
+    State(state): State<AppState>,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Json<Value>, AppError> {
+    let Path(id) = id?;
+    let run = find_run(&state, id).await?;
+    let event = events::get(&state.pool, run.event_id).await?;
+    let item = review::for_run(&state.pool, id).await?;
+    Ok(Json(json!({
+        "id": run.id,
+        "status": run.status,
+        "result": run.result,
+        "review": item,
+        "event": event,
+        "run": run,
+    })))
+}
+
+/// `GET /api/v1/analyses/{id}/trace`: every journaled iteration and every failed attempt.
+pub async fn trace(
+    _: Reader,
+    State(state): State<AppState>,
+    id: Result<Path<Uuid>, PathRejection>,
+) -> Result<Json<Value>, AppError> {
+    let Path(id) = id?;
+    let run = find_run(&state, id).await?;
+    let journal = steps::list(&state.pool, id).await?;
+    let attempts = steps::list_attempts(&state.pool, id).await?;
+    Ok(Json(json!({
+        "id": run.id,
+        "status": run.status,
+        "steps": journal,
+        "failed_attempts": attempts,
+    })))
+}
+
+async fn find_run(state: &AppState, id: Uuid) -> Result<runs::RunRow, AppError> {
+    runs::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("analysis {id} not found")))
+}

@@ -1,0 +1,115 @@
+//! Who may call what. `/api/v1/*` takes `Authorization: Bearer <token>` with a
+//! role ([`Role`]); the webhooks have their own secrets (GitHub: HMAC of the
+//! body, see `github.rs`; Jenkins: a shared token, checked here).
+
+use axum::{
+    extract::FromRequestParts,
+    http::{HeaderMap, header, request::Parts},
+};
+use faultline_shared::{
+    config::Secret,
+    storage::tokens::{self, Role, TokenRow},
+};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::{AppState, error::AppError};
+
+/// The bearer token of `Authorization: Bearer <token>`, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Looks the bearer token up and checks that its role grants `needed`.
+async fn authorize(parts: &Parts, state: &AppState, needed: Role) -> Result<TokenRow, AppError> {
+    let token = bearer(&parts.headers).ok_or(AppError::Unauthorized(
+        "send an API token as `Authorization: Bearer <token>`",
+    ))?;
+    let row = tokens::find_active(&state.pool, token)
+        .await?
+        .ok_or(AppError::Unauthorized("unknown or revoked API token"))?;
+    if !row.role().grants(needed) {
+        return Err(AppError::Forbidden(format!(
+            "token {:?} has role {}; this needs {needed} or admin",
+            row.name, row.role
+        )));
+    }
+    Ok(row)
+}
+
+/// A caller whose token may submit analyses (role ingest or admin).
+pub struct Ingester(pub TokenRow);
+
+/// A caller whose token may read analyses (role reviewer or admin).
+pub struct Reader;
+
+impl FromRequestParts<AppState> for Ingester {
+    type Rejection = AppError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        authorize(parts, state, Role::Ingest).await.map(Ingester)
+    }
+}
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = AppError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        authorize(parts, state, Role::Reviewer)
+            .await
+            .map(|_| Reader)
+    }
+}
+
+/// Checks Jenkins' shared token (`X-Faultline-Token` or `Authorization:
+/// Bearer`). Both sides are hashed first, so the comparison is constant-time
+/// and does not reveal the token's length.
+pub fn check_shared_token(headers: &HeaderMap, expected: &Secret) -> Result<(), AppError> {
+    let presented = headers
+        .get("x-faultline-token")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| bearer(headers))
+        .ok_or(AppError::Unauthorized(
+            "send the Jenkins token as `X-Faultline-Token` or `Authorization: Bearer`",
+        ))?;
+    let a = Sha256::digest(presented.trim().as_bytes());
+    let b = Sha256::digest(expected.expose().as_bytes());
+    if bool::from(a.ct_eq(&b)) {
+        Ok(())
+    } else {
+        Err(AppError::Unauthorized("wrong Jenkins token"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn bearer_tokens_are_read_case_insensitively() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer  abc "),
+        );
+        assert_eq!(bearer(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn the_shared_token_must_match_exactly() {
+        let secret = Secret::new("s3cret");
+        let mut h = HeaderMap::new();
+        assert!(check_shared_token(&h, &secret).is_err());
+        h.insert("x-faultline-token", HeaderValue::from_static("s3cre"));
+        assert!(check_shared_token(&h, &secret).is_err());
+        h.insert("x-faultline-token", HeaderValue::from_static("s3cret"));
+        assert!(check_shared_token(&h, &secret).is_ok());
+    }
+}

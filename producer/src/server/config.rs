@@ -1,0 +1,114 @@
+//! Settings of `faultline serve`, read once from the environment at start.
+//! Webhook secrets are [`Secret`]s: they never appear in logs or `Debug`.
+
+use std::net::SocketAddr;
+
+use faultline_shared::config::{ConfigError, Secret};
+
+/// Default `FAULTLINE_MAX_BODY_BYTES`: 25 MiB, room for a large inline log.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `FAULTLINE_BIND` (or `--bind`): where to listen; port 0 picks a free port.
+    pub bind: SocketAddr,
+    /// `FAULTLINE_MAX_BODY_BYTES`: larger request bodies get 413.
+    pub max_body_bytes: usize,
+    /// `FAULTLINE_HTTP_DB_CONNECTIONS`: Postgres pool size of the server.
+    pub db_connections: u32,
+    /// `GITHUB_WEBHOOK_SECRET`: HMAC key of `X-Hub-Signature-256`; unset
+    /// disables `/webhooks/github` (503).
+    pub github_secret: Option<Secret>,
+    /// `JENKINS_WEBHOOK_TOKEN`: shared token of `/webhooks/jenkins`; unset
+    /// disables it (503).
+    pub jenkins_token: Option<Secret>,
+}
+
+impl ServerConfig {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let parse = |name: &'static str, default: &str| -> Result<u64, ConfigError> {
+            let value = get(name).unwrap_or_else(|| default.to_string());
+            match value.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                Ok(_) => Err(invalid(name, &value, "must be > 0")),
+                Err(e) => Err(invalid(name, &value, &e.to_string())),
+            }
+        };
+        let bind_text = get("FAULTLINE_BIND").unwrap_or_else(|| "127.0.0.1:8080".into());
+        let bind = bind_text
+            .trim()
+            .parse()
+            .map_err(|e: std::net::AddrParseError| {
+                invalid("FAULTLINE_BIND", &bind_text, &e.to_string())
+            })?;
+        let max_body = parse(
+            "FAULTLINE_MAX_BODY_BYTES",
+            &DEFAULT_MAX_BODY_BYTES.to_string(),
+        )?;
+        let db_connections = parse("FAULTLINE_HTTP_DB_CONNECTIONS", "16")?;
+        Ok(Self {
+            bind,
+            max_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
+            db_connections: u32::try_from(db_connections)
+                .map_err(|e| invalid("FAULTLINE_HTTP_DB_CONNECTIONS", "", &e.to_string()))?,
+            github_secret: get("GITHUB_WEBHOOK_SECRET").map(Secret::new),
+            jenkins_token: get("JENKINS_WEBHOOK_TOKEN").map(Secret::new),
+        })
+    }
+}
+
+fn invalid(name: &'static str, value: &str, reason: &str) -> ConfigError {
+    ConfigError {
+        name,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<ServerConfig, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ServerConfig::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_and_webhooks_are_off_without_secrets() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert!(c.github_secret.is_none() && c.jenkins_token.is_none());
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = config(&[("FAULTLINE_BIND", "localhost")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_BIND");
+        let err = config(&[("FAULTLINE_MAX_BODY_BYTES", "0")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_MAX_BODY_BYTES");
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let c = config(&[
+            ("GITHUB_WEBHOOK_SECRET", "gh-hunter2"),
+            ("JENKINS_WEBHOOK_TOKEN", "jk-hunter2"),
+        ])
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+}

@@ -1,0 +1,219 @@
+//! `faultline serve`: the producer's HTTP server (axum).
+//!
+//! # Layout
+//! - [`config`]: settings read once from the environment; secrets stay [`Secret`]s.
+//! - [`error`]: `AppError`, the one error type; every error body is JSON.
+//! - [`auth`]: API tokens with roles, the Jenkins shared token.
+//! - [`github`], [`jenkins`]: the CI webhooks.
+//! - [`api`]: `/api/v1/analyses`.
+//!
+//! Every accepted request writes only to Postgres: event + log + run + first
+//! step task, in one transaction (`storage::events::ingest`).
+//!
+//! [`Secret`]: faultline_shared::config::Secret
+
+mod api;
+mod auth;
+pub mod config;
+mod error;
+mod github;
+mod jenkins;
+
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use faultline_shared::{
+    Settings, db,
+    queue::PRIORITY_LIVE,
+    storage::events::{self, NewEvent, RunLimits},
+};
+use serde_json::json;
+use sqlx::{Connection, PgPool};
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+
+use self::{config::ServerConfig, error::AppError};
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    /// Bounds copied onto every run created here.
+    pub limits: RunLimits,
+    pub config: Arc<ServerConfig>,
+}
+
+/// Reads the configuration, connects, binds, prints `listening on http://ADDR`
+/// and serves until SIGTERM or SIGINT.
+pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Result<()> {
+    let mut config = ServerConfig::from_env().context("invalid configuration")?;
+    if let Some(bind) = bind {
+        config.bind = bind;
+    }
+    if config.github_secret.is_none() {
+        tracing::warn!("GITHUB_WEBHOOK_SECRET is not set: /webhooks/github answers 503");
+    }
+    if config.jenkins_token.is_none() {
+        tracing::warn!("JENKINS_WEBHOOK_TOKEN is not set: /webhooks/jenkins answers 503");
+    }
+    let pool = db::connect(settings, config.db_connections).await?;
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("failed to bind {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    let state = AppState {
+        pool: pool.clone(),
+        limits: RunLimits {
+            max_iterations: settings.max_iterations,
+            max_attempts: settings.max_attempts,
+            priority: PRIORITY_LIVE,
+        },
+        config: Arc::new(config),
+    };
+    println!("listening on http://{addr}");
+    tracing::info!(%addr, "serving");
+    run(listener, state, shutdown_signal()).await?;
+    pool.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Serves `listener` until `shutdown` resolves, then lets in-flight requests finish.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("HTTP server failed")
+}
+
+pub fn router(state: AppState) -> Router {
+    let max_body = state.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/webhooks/github", post(github::webhook))
+        .route("/webhooks/jenkins", post(jenkins::webhook))
+        .route("/api/v1/analyses", post(api::create))
+        .route("/api/v1/analyses/{id}", get(api::get))
+        .route("/api/v1/analyses/{id}/trace", get(api::trace))
+        .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
+        .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown requested; finishing in-flight requests");
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Readiness: the database answers within 2 s.
+async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, AppError> {
+    let ping = async {
+        let mut conn = state.pool.acquire().await?;
+        conn.ping().await
+    };
+    match tokio::time::timeout(Duration::from_secs(2), ping).await {
+        Ok(Ok(())) => Ok(Json(json!({"status": "ready"}))),
+        Ok(Err(e)) => Err(AppError::Unavailable(format!("database: {e}"))),
+        Err(_) => Err(AppError::Unavailable(
+            "database: no answer within 2s".into(),
+        )),
+    }
+}
+
+/// Stores an accepted event (+ log, run, first step) and answers 202 with
+/// the run; a known dedup key answers the existing run with `created: false`.
+async fn store(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Response, AppError> {
+    let ingested = events::ingest(&state.pool, event, log, state.limits)
+        .await
+        .context("failed to store the event")?;
+    tracing::info!(
+        run_id = %ingested.run_id,
+        source = %event.source,
+        created = ingested.created,
+        "event accepted"
+    );
+    let location = format!("/api/v1/analyses/{}", ingested.run_id);
+    let body = json!({
+        "run_id": ingested.run_id,
+        "event_id": ingested.event_id,
+        "created": ingested.created,
+    });
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(body),
+    )
+        .into_response())
+}
+
+/// 202 for a well-formed delivery that is not analysed, with the precise reason.
+fn ignored(reason: String) -> Response {
+    tracing::debug!(%reason, "delivery ignored");
+    (StatusCode::ACCEPTED, Json(json!({"ignored": reason}))).into_response()
+}
+
+/// A header as text, if present and visible ASCII.
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// 415 unless `Content-Type` is `application/json` (or `application/*+json`).
+fn require_json(headers: &HeaderMap) -> Result<(), AppError> {
+    let content_type = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let json = essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if json {
+        Ok(())
+    } else {
+        Err(AppError::UnsupportedMediaType(format!(
+            "expected `Content-Type: application/json`, got {content_type:?}"
+        )))
+    }
+}

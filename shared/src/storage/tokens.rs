@@ -1,0 +1,154 @@
+//! `api_tokens`: bearer tokens of the HTTP API, each with one role. Only a
+//! token's SHA-256 is stored, so a database dump reveals no usable token.
+
+use std::{fmt, str::FromStr};
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// What a token may do. `Admin` may do everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Submit analyses.
+    Ingest,
+    /// Read analyses and work the review queue.
+    Reviewer,
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Ingest, Role::Reviewer, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Ingest => "ingest",
+            Role::Reviewer => "reviewer",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// True when a token with this role may do what `needed` may do.
+    pub fn grants(self, needed: Role) -> bool {
+        self == Role::Admin || self == needed
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("unknown role {s:?} (expected ingest, reviewer or admin)"))
+    }
+}
+
+/// A stored token, without its secret.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub name: String,
+    pub role: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenRow {
+    /// The token's role (a row that fails to parse grants nothing beyond ingest).
+    pub fn role(&self) -> Role {
+        self.role.parse().unwrap_or(Role::Ingest)
+    }
+}
+
+/// A new random token: `flt_` and 64 hex digits (256 bits from a CSPRNG).
+pub fn generate() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!("flt_{}", super::events::hex(&bytes))
+}
+
+/// The stored form of a token: hex SHA-256.
+pub fn hash(token: &str) -> String {
+    super::events::hex(&Sha256::digest(token.as_bytes()))
+}
+
+/// Stores a new token under `name`; `None` when the name is already taken.
+pub async fn create(
+    pool: &PgPool,
+    name: &str,
+    role: Role,
+    token: &str,
+) -> sqlx::Result<Option<TokenRow>> {
+    sqlx::query_as(
+        "INSERT INTO api_tokens (id, name, role, token_sha256) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO NOTHING
+         RETURNING id, name, role, created_at, revoked_at",
+    )
+    .bind(Uuid::now_v7())
+    .bind(name)
+    .bind(role.as_str())
+    .bind(hash(token))
+    .fetch_optional(pool)
+    .await
+}
+
+/// Finds the unrevoked token with this secret.
+pub async fn find_active(pool: &PgPool, token: &str) -> sqlx::Result<Option<TokenRow>> {
+    sqlx::query_as(
+        "SELECT id, name, role, created_at, revoked_at FROM api_tokens
+         WHERE token_sha256 = $1 AND revoked_at IS NULL",
+    )
+    .bind(hash(token))
+    .fetch_optional(pool)
+    .await
+}
+
+/// Lists every token (never their secrets), oldest first.
+pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<TokenRow>> {
+    sqlx::query_as(
+        "SELECT id, name, role, created_at, revoked_at FROM api_tokens ORDER BY created_at",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Marks the named token revoked; false when no active token has that name.
+pub async fn revoke(pool: &PgPool, name: &str) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL",
+    )
+    .bind(name)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_random_and_hashes_are_stable() {
+        let (a, b) = (generate(), generate());
+        assert_ne!(a, b);
+        assert!(a.starts_with("flt_") && a.len() == 68);
+        assert_eq!(hash(&a), hash(&a));
+        assert_ne!(hash(&a), a);
+        assert_eq!(hash(&a).len(), 64);
+    }
+
+    #[test]
+    fn roles_parse_case_insensitively() {
+        assert_eq!("Reviewer".parse::<Role>(), Ok(Role::Reviewer));
+        assert!("root".parse::<Role>().is_err());
+        assert!(Role::Admin.grants(Role::Ingest) && Role::Admin.grants(Role::Reviewer));
+        assert!(!Role::Ingest.grants(Role::Reviewer) && !Role::Reviewer.grants(Role::Ingest));
+    }
+}

@@ -1,0 +1,325 @@
+//! `/api/v1/analyses`, bad input of every endpoint, health, readiness and shutdown.
+
+use std::time::Duration;
+
+use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_analyses_api_checks_token_roles_and_serves_status_and_trace() {
+    let db = TestDb::new().await;
+    let token = |role: &str| {
+        db.cli_ok(
+            &[
+                "token",
+                "create",
+                "--role",
+                role,
+                "--name",
+                &format!("{role}-bot"),
+            ],
+            &[],
+        )
+    };
+    let (ingest, reviewer, admin) = (token("ingest"), token("reviewer"), token("admin"));
+    let dup = db.cli(
+        &["token", "create", "--role", "admin", "--name", "admin-bot"],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&dup.stderr).contains("already exists"));
+    let stored: Vec<String> = sqlx::query_scalar("SELECT token_sha256 FROM api_tokens")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert!(
+        stored
+            .iter()
+            .all(|h| h.len() == 64 && *h != ingest && *h != reviewer && *h != admin)
+    );
+
+    let server = Server::start(&db, &[]).await;
+    let body = json!({"log": oom_log(), "job": "ledger-api", "build": 812, "test": "BatchTest", "repository": "octo-org/ledger-api", "commit": "3f2a9c1"});
+    let create = |token: Option<&str>| {
+        let req = server
+            .post("/api/v1/analyses")
+            .header("idempotency-key", "ledger-api-812")
+            .json(&body);
+        match token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    };
+    assert_eq!(send(create(None)).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        send(create(Some("flt_not-a-token"))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (status, err) = send(create(Some(&reviewer))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{err}");
+    let (status, created) = send(create(Some(&ingest))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{created}");
+    let run_id = id(&created, "run_id");
+    let (_, again) = send(create(Some(&admin))).await;
+    assert_eq!(
+        (id(&again, "run_id"), again["created"].clone()),
+        (run_id, json!(false)),
+        "same Idempotency-Key, same run"
+    );
+
+    let analysis = format!("/api/v1/analyses/{run_id}");
+    assert_eq!(
+        send(server.get(&analysis)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        send(server.get(&analysis).bearer_auth(&ingest)).await.0,
+        StatusCode::FORBIDDEN
+    );
+    let (status, got) = send(server.get(&analysis).bearer_auth(&reviewer)).await;
+    assert_eq!(status, StatusCode::OK, "{got}");
+    assert_eq!(
+        (
+            got["status"].as_str().unwrap(),
+            got["event"]["dedup_key"].as_str().unwrap()
+        ),
+        ("queued", "api:ledger-api-812")
+    );
+    assert_eq!(got["event"]["build_number"], "812");
+
+    // Once a worker has analysed it, the result and the journal are served.
+    let _worker = db.worker("w", &[]);
+    let end = wait_terminal(&db.pool, run_id, Duration::from_secs(60)).await;
+    let (_, got) = send(server.get(&analysis).bearer_auth(&admin)).await;
+    assert_eq!(got["status"], end.as_str());
+    assert!(got["result"]["category"].is_string(), "{got}");
+    let (status, trace) = send(
+        server
+            .get(&format!("{analysis}/trace"))
+            .bearer_auth(&reviewer),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let steps = trace["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2 && steps[0]["iteration"] == 1, "{trace}");
+    assert!(trace["failed_attempts"].is_array());
+
+    let unknown = format!("/api/v1/analyses/{}", Uuid::now_v7());
+    let (status, err) = send(server.get(&unknown).bearer_auth(&admin)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(err["error"].as_str().unwrap().contains("not found"));
+    assert_eq!(
+        send(server.get(&format!("{unknown}/trace")).bearer_auth(&admin))
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        send(
+            server
+                .get("/api/v1/analyses/not-a-uuid")
+                .bearer_auth(&admin)
+        )
+        .await
+        .0,
+        StatusCode::BAD_REQUEST
+    );
+
+    // A revoked token stops working at once.
+    db.cli_ok(&["token", "revoke", "reviewer-bot"], &[]);
+    assert_eq!(
+        send(server.get(&analysis).bearer_auth(&reviewer)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_gets_413_415_or_400_naming_the_field_and_stores_nothing() {
+    let db = TestDb::new().await;
+    let admin = db.cli_ok(
+        &["token", "create", "--role", "admin", "--name", "ops"],
+        &[],
+    );
+    let server = Server::start(&db, &[("FAULTLINE_MAX_BODY_BYTES", "4096")]).await;
+    let api = || server.post("/api/v1/analyses").bearer_auth(&admin);
+    let raw = |body: &str| {
+        api()
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    };
+
+    let (status, err) = send(api().json(&json!({"log": "x".repeat(8192)}))).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{err}");
+    let (status, err) = send(
+        api()
+            .header("content-type", "text/plain")
+            .body("BUILD FAILED"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{err}");
+    let cases = [
+        (
+            r#"{"log": "BUILD FAILED", "job": "api""#,
+            "malformed JSON",
+            "line 1 column",
+        ),
+        (
+            r#"{"log": 42}"#,
+            "invalid request body",
+            "log: invalid type: integer `42`",
+        ),
+        (
+            r#"{"log": "BUILD FAILED", "bulid": 7}"#,
+            "invalid request body",
+            "unknown field `bulid`",
+        ),
+        (
+            r#"{"log": "BUILD FAILED", "build": 8.5}"#,
+            "invalid request body",
+            "build: invalid type: floating point `8.5`, expected a build number",
+        ),
+        (
+            r#"{"job": "api"}"#,
+            "invalid request body",
+            "missing field `log`",
+        ),
+        (
+            r#"{"log_url": "ftp://ci/log.txt"}"#,
+            "invalid request body",
+            "log_url:",
+        ),
+    ];
+    for (body, error, detail) in cases {
+        let (status, err) = send(raw(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
+        assert_eq!(err["error"], error, "{body}: {err}");
+        assert!(
+            err["detail"].as_str().unwrap().contains(detail),
+            "{body}: {err}"
+        );
+    }
+
+    // Webhooks: a signed delivery whose field has the wrong type names the field.
+    let mut run = fixture("github-workflow-run-failure.json");
+    run["workflow_run"]["id"] = json!("30433642");
+    for nested in ["repository", "head_repository", "actor", "triggering_actor"] {
+        run["workflow_run"].as_object_mut().unwrap().remove(nested);
+    }
+    run["repository"] = json!({"full_name": "o/r", "url": "https://api.github.com/repos/o/r"});
+    run.as_object_mut()
+        .unwrap()
+        .retain(|k, _| ["action", "workflow_run", "repository"].contains(&k.as_str()));
+    let small = bytes(&run);
+    assert!(small.len() < 4096, "{}", small.len());
+    let (status, err) = server
+        .github("workflow_run", "bad-1", &small, Some(GITHUB_SECRET))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(
+        err["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("workflow_run.id: invalid type"),
+        "{err}"
+    );
+    let big = bytes(&fixture("github-workflow-run-failure.json"));
+    assert_eq!(
+        server
+            .github("workflow_run", "bad-2", &big, Some(GITHUB_SECRET))
+            .await
+            .0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    let (status, _) = send(
+        server
+            .post("/webhooks/jenkins")
+            .header("x-faultline-token", JENKINS_TOKEN)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("payload=%7B%7D"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let (status, err) = send(
+        server
+            .post("/webhooks/jenkins")
+            .header("x-faultline-token", JENKINS_TOKEN)
+            .json(&json!({"name": "x", "build": {"phase": "COMPLETED"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        err["detail"]
+            .as_str()
+            .unwrap()
+            .contains("build: missing field `number`"),
+        "{err}"
+    );
+
+    let (status, err) = send(server.get("/nowhere")).await;
+    assert_eq!(
+        (status, err["error"].as_str().unwrap()),
+        (StatusCode::NOT_FOUND, "no such endpoint")
+    );
+    assert_eq!(count(&db, "failure_events").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readiness_follows_the_database_and_sigterm_stops_the_server() {
+    let db = TestDb::new().await;
+    let mut server = Server::start(&db, &[]).await;
+    assert_eq!(
+        send(server.get("/healthz")).await,
+        (StatusCode::OK, json!({"status": "ok"}))
+    );
+    assert_eq!(send(server.get("/readyz")).await.0, StatusCode::OK);
+
+    // A webhook whose secret is not configured is unavailable, not open.
+    let bare = TestDb::new().await;
+    let unconfigured = Server::start(
+        &bare,
+        &[("GITHUB_WEBHOOK_SECRET", ""), ("JENKINS_WEBHOOK_TOKEN", "")],
+    )
+    .await;
+    let (status, err) = send(unconfigured.post("/webhooks/jenkins").json(&json!({}))).await;
+    assert_eq!(
+        (status, err["error"].as_str().unwrap()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "JENKINS_WEBHOOK_TOKEN is not configured"
+        )
+    );
+    drop(unconfigured);
+
+    // The database goes away: not ready, still alive.
+    let mut admin =
+        <sqlx::PgConnection as sqlx::Connection>::connect(&faultline_tests::admin_url())
+            .await
+            .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE {} WITH (FORCE)",
+        db.name
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let (status, err) = send(server.get("/readyz")).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{err}");
+    assert!(
+        err["detail"].as_str().unwrap().starts_with("database"),
+        "{err}"
+    );
+    assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
+
+    let pid = nix::unistd::Pid::from_raw(server.child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let child = &mut server.child;
+    let exit = wait_until(Duration::from_secs(10), || {
+        let status = child.try_wait().ok().flatten();
+        async move { status }
+    })
+    .await;
+    assert!(exit.success(), "serve exited with {exit}");
+}

@@ -1,0 +1,103 @@
+//! `POST /webhooks/jenkins`.
+
+use std::time::Duration;
+
+use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jenkins_notification_starts_one_run_per_build_with_its_inline_log() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let completed = fixture("jenkins-completed-failure.json");
+    let (status, first) = server.jenkins(&completed).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    assert_eq!(first["created"], true);
+    let event_id = id(&first, "event_id");
+    assert_eq!(
+        stored_log(&db, event_id).await,
+        completed["build"]["log"].as_str().unwrap()
+    );
+
+    // FINALIZED of the same build is the same event, delivered with a bearer token this time.
+    let mut finalized = completed.clone();
+    finalized["build"]["phase"] = json!("FINALIZED");
+    let (status, second) = send(
+        server
+            .post("/webhooks/jenkins")
+            .bearer_auth(JENKINS_TOKEN)
+            .json(&finalized),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{second}");
+    assert_eq!(
+        (second["run_id"].clone(), second["created"].clone()),
+        (first["run_id"].clone(), json!(false))
+    );
+
+    let (key, job, build, payload): (String, String, String, Value) = sqlx::query_as(
+        "SELECT dedup_key, job_name, build_number, payload FROM failure_events WHERE id = $1",
+    )
+    .bind(event_id)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(key, "jenkins:https://ci.example.com/job/ledger-api/#812");
+    assert_eq!((job.as_str(), build.as_str()), ("ledger-api", "812"));
+    assert!(
+        payload["jenkins"].get("log").is_none() && payload.to_string().len() < 1000,
+        "no log copy in the payload"
+    );
+
+    // Without an inline log the worker gets the console URL.
+    let mut no_log = completed.clone();
+    no_log["build"]["number"] = json!(813);
+    no_log["build"]["full_url"] = json!("https://ci.example.com/job/ledger-api/813/");
+    no_log["build"].as_object_mut().unwrap().remove("log");
+    let (status, third) = server.jenkins(&no_log).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{third}");
+    let payload: Value = sqlx::query_scalar("SELECT payload FROM failure_events WHERE id = $1")
+        .bind(id(&third, "event_id"))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        payload["jenkins"]["console_url"],
+        "https://ci.example.com/job/ledger-api/813/consoleText"
+    );
+
+    // Not finished, or not failed: ignored. No or wrong token: 401.
+    let mut started = completed.clone();
+    started["build"]["phase"] = json!("STARTED");
+    let (status, body) = server.jenkins(&started).await;
+    assert_eq!(
+        (status, body["ignored"].as_str().unwrap()),
+        (
+            StatusCode::ACCEPTED,
+            "build phase \"STARTED\" is not analysed (only COMPLETED and FINALIZED)"
+        )
+    );
+    let mut success = completed.clone();
+    success["build"]["status"] = json!("SUCCESS");
+    let (_, body) = server.jenkins(&success).await;
+    assert_eq!(
+        body["ignored"],
+        "build status \"SUCCESS\" is not a failure (only FAILURE and UNSTABLE)"
+    );
+    let (status, _) = send(server.post("/webhooks/jenkins").json(&completed)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = send(
+        server
+            .post("/webhooks/jenkins")
+            .header("x-faultline-token", "guess")
+            .json(&completed),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(count(&db, "failure_events").await, 2);
+    assert_eq!(count(&db, "analysis_runs").await, 2);
+}

@@ -1,0 +1,457 @@
+//! LLM reasoners against a local fake server that speaks the real OpenAI
+//! chat-completions and Anthropic Messages wire formats.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use faultline_tests::{TestDb, oom_log, run_state, wait_terminal, wait_until};
+use serde_json::{Value, json};
+use uuid::Uuid;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+type Script = dyn Fn(usize, &Value) -> ResponseTemplate + Send + Sync;
+
+/// A fake model: replies by script, records every request it receives.
+#[derive(Clone)]
+struct FakeLlm {
+    wire: Wire,
+    script: Arc<Script>,
+    seen: Arc<Mutex<Vec<(Instant, usize, Value, Vec<(String, String)>)>>>,
+}
+
+impl Respond for FakeLlm {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let iteration = iteration_of(self.wire, &body);
+        let headers = req
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((Instant::now(), iteration, body.clone(), headers));
+        (self.script)(iteration, &body)
+    }
+}
+
+/// Each journaled iteration adds exactly one assistant message.
+fn iteration_of(_wire: Wire, body: &Value) -> usize {
+    1 + body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+}
+
+impl FakeLlm {
+    async fn start(
+        wire: Wire,
+        script: impl Fn(usize, &Value) -> ResponseTemplate + Send + Sync + 'static,
+    ) -> (MockServer, FakeLlm) {
+        let server = MockServer::start().await;
+        let fake = FakeLlm {
+            wire,
+            script: Arc::new(script),
+            seen: Arc::default(),
+        };
+        Mock::given(method("POST"))
+            .respond_with(fake.clone())
+            .mount(&server)
+            .await;
+        (server, fake)
+    }
+
+    fn requests(&self) -> Vec<(Instant, usize, Value, Vec<(String, String)>)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn env(&self, server: &MockServer) -> Vec<(String, String)> {
+        let provider = if self.wire == Wire::OpenAi {
+            "openai"
+        } else {
+            "anthropic"
+        };
+        vec![
+            ("LLM_PROVIDER".into(), provider.into()),
+            ("LLM_BASE_URL".into(), server.uri()),
+            ("LLM_MODEL".into(), "fake-model".into()),
+            ("LLM_API_KEY".into(), "sk-test-123".into()),
+            ("LLM_RETRY_BASE_MS".into(), "50".into()),
+            ("LLM_TIMEOUT_MS".into(), "5000".into()),
+        ]
+    }
+}
+
+fn tool_call(wire: Wire, id: &str, name: &str, args: Value) -> ResponseTemplate {
+    let body = match wire {
+        Wire::OpenAi => json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "fake-model",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
+        Wire::Anthropic => json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model",
+            "content": [{"type": "text", "text": "Let me look."}, {"type": "tool_use", "id": id, "name": name, "input": args}],
+            "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}}),
+    };
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+/// A competent model: excerpt, knowledge base, then a grounded answer.
+fn good_script(wire: Wire) -> impl Fn(usize, &Value) -> ResponseTemplate + Send + Sync + 'static {
+    move |iteration, _| match iteration {
+        1 => tool_call(wire, "call_1", "log_excerpt", json!({"mode": "failure"})),
+        2 => tool_call(
+            wire,
+            "call_2",
+            "search_knowledge",
+            json!({"query": "java heap space out of memory"}),
+        ),
+        _ => tool_call(
+            wire,
+            "call_3",
+            "final_answer",
+            json!({"category": "INFRA_ERROR", "root_cause": "The test JVM ran out of heap.", "fix": "Raise -Xmx.",
+                   "evidence": [{"iteration": 1, "quote": "java.lang.OutOfMemoryError: Java heap space"}], "confidence": 0.95}),
+        ),
+    }
+}
+
+fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+async fn run_with(db: &TestDb, env: &[(String, String)]) -> (Uuid, String) {
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
+    let _worker = db.worker("w", &env_refs(env));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    (run, status)
+}
+
+/// In request k, every earlier tool call is followed by its result, with matching ids.
+fn assert_history_pairs_ids(wire: Wire, body: &Value, expected_calls: usize) {
+    let messages = body["messages"].as_array().unwrap();
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for m in messages {
+        match wire {
+            Wire::OpenAi => {
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    calls.push(c["id"].as_str().unwrap().to_string());
+                }
+                if m["role"] == "tool" {
+                    results.push(m["tool_call_id"].as_str().unwrap().to_string());
+                }
+            }
+            Wire::Anthropic => {
+                for b in m["content"].as_array().into_iter().flatten() {
+                    if b["type"] == "tool_use" {
+                        calls.push(b["id"].as_str().unwrap().to_string());
+                    }
+                    if b["type"] == "tool_result" {
+                        results.push(b["tool_use_id"].as_str().unwrap().to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(calls.len(), expected_calls, "{body:#}");
+    assert_eq!(
+        calls, results,
+        "each tool call is answered by its result, in order"
+    );
+    let expected: Vec<String> = (1..=expected_calls).map(|i| format!("call_{i}")).collect();
+    assert_eq!(calls, expected);
+}
+
+async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
+    let db = TestDb::new().await;
+    let (server, fake) = FakeLlm::start(wire, good_script(wire)).await;
+    let (run, status) = run_with(&db, &fake.env(&server)).await;
+    assert_eq!(status, "completed");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "one model call per iteration");
+    for (k, (_, iteration, body, headers)) in requests.iter().enumerate() {
+        assert_eq!(*iteration, k + 1);
+        assert_history_pairs_ids(wire, body, k);
+        assert_eq!(body["model"], "fake-model");
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        match wire {
+            Wire::OpenAi => assert_eq!(
+                header("authorization").as_deref(),
+                Some("Bearer sk-test-123")
+            ),
+            Wire::Anthropic => {
+                assert_eq!(header("x-api-key").as_deref(), Some("sk-test-123"));
+                assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+            }
+        }
+    }
+    // Tool schemas are offered, final_answer among them.
+    let tools = requests[0].2["tools"].to_string();
+    assert!(tools.contains("log_excerpt") && tools.contains("final_answer"));
+    let (category, tokens_in, tokens_out): (String, i64, i64) =
+        sqlx::query_as("SELECT category, tokens_in, tokens_out FROM analysis_runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (category.as_str(), tokens_in, tokens_out),
+        ("INFRA_ERROR", 300, 60)
+    );
+    let call_ids: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT call_id FROM run_steps WHERE run_id = $1 ORDER BY iteration")
+            .bind(run)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        call_ids,
+        vec![
+            Some("call_1".into()),
+            Some("call_2".into()),
+            Some("call_3".into())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_tool_calling_loop_ends_with_an_answer() {
+    tool_calling_loop_ends_with_an_answer(Wire::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_tool_calling_loop_ends_with_an_answer() {
+    tool_calling_loop_ends_with_an_answer(Wire::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_never_calls_the_model_for_journaled_iterations() {
+    let db = TestDb::new().await;
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, good_script(Wire::OpenAi)).await;
+    let mut env = fake.env(&server);
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
+    env.push(("FAULTLINE_CHAOS_STEP_DELAY_MS".into(), "600".into()));
+    let mut first = db.worker("first", &env_refs(&env));
+    wait_until(Duration::from_secs(60), || async {
+        (run_state(&db.pool, run).await.1 >= 2).then_some(())
+    })
+    .await;
+    first.kill9();
+    let (_, journaled) = run_state(&db.pool, run).await;
+    env.pop();
+    let _second = db.worker("second", &env_refs(&env));
+    assert_eq!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let requests = fake.requests();
+    for iteration in 1..=journaled as usize {
+        let n = requests.iter().filter(|r| r.1 == iteration).count();
+        assert_eq!(
+            n, 1,
+            "iteration {iteration} was journaled before the kill, yet the model was called {n} times"
+        );
+    }
+    // The resumed request rebuilt the whole history from the journal.
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.1 == 3)
+        .expect("iteration 3 requested");
+    assert_history_pairs_ids(Wire::OpenAi, &last.2, 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unusable_replies_end_in_a_terminated_run_with_a_recorded_reason() {
+    let db = TestDb::new().await;
+    let openai = |choices: Value| {
+        ResponseTemplate::new(200).set_body_json(
+            json!({"id": "x", "object": "chat.completion", "model": "fake-model",
+            "choices": choices, "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        )
+    };
+    let cases: Vec<(&str, ResponseTemplate, &str)> = vec![
+        ("malformed-args", tool_call(Wire::OpenAi, "c1", "log_excerpt", json!("{not json")).set_body_json(json!({
+            "id": "x", "object": "chat.completion", "model": "fake-model", "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "log_excerpt", "arguments": "{\"mode\": "}}]}}]})), "not valid JSON"),
+        ("unknown-tool", tool_call(Wire::OpenAi, "c1", "delete_repository", json!({})), "unknown tool \"delete_repository\""),
+        ("schema", tool_call(Wire::OpenAi, "c1", "log_excerpt", json!({"mode": "everything"})), "break its schema"),
+        ("non-json", ResponseTemplate::new(200).set_body_string("<html>502 Bad Gateway</html>"), "not JSON"),
+        ("text-only", openai(json!([{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "I think it is OOM."}}])), "no tool call"),
+        ("empty-choices", openai(json!([])), "no choices"),
+        ("truncated", openai(json!([{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "The root cause is"}}])), "finish_reason: length"),
+    ];
+    let replies: Vec<(String, ResponseTemplate)> = cases
+        .iter()
+        .map(|(n, r, _)| (n.to_string(), r.clone()))
+        .collect();
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, move |_, body| {
+        let first = body["messages"][1]["content"].as_str().unwrap_or_default();
+        replies
+            .iter()
+            .find(|(name, _)| first.contains(&format!("{name}.log")))
+            .map(|(_, r)| r.clone())
+            .unwrap()
+    })
+    .await;
+    let mut env = fake.env(&server);
+    env.push(("LLM_MAX_REPROMPTS".into(), "1".into()));
+    let runs: Vec<(Uuid, &str)> = cases
+        .iter()
+        .map(|(name, _, expect)| {
+            (
+                db.enqueue(
+                    &db.write(&format!("{name}.log"), format!("{name}\n{}", oom_log())),
+                    &[],
+                ),
+                *expect,
+            )
+        })
+        .collect();
+    let _worker = db.worker("w", &env_refs(&env));
+    for (run, expect) in &runs {
+        assert_eq!(
+            wait_terminal(&db.pool, *run, Duration::from_secs(60)).await,
+            "failed"
+        );
+        let reason: String =
+            sqlx::query_scalar("SELECT failure_reason FROM analysis_runs WHERE id = $1")
+                .bind(run)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        assert!(
+            reason.contains("2 unusable replies") && reason.contains(expect),
+            "{expect}: {reason}"
+        );
+        // The first bad reply was journaled and its error sent back to the model.
+        let observation: Value = sqlx::query_scalar(
+            "SELECT observation FROM run_steps WHERE run_id = $1 AND iteration = 1 AND action = 'invalid_response'",
+        )
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        assert!(
+            observation["error"].as_str().unwrap().contains(expect),
+            "{observation}"
+        );
+        let in_review: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM review_items WHERE run_id = $1")
+                .bind(run)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        assert_eq!(in_review, 1);
+    }
+    let second_requests: Vec<Value> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.1 == 2)
+        .map(|r| r.2)
+        .collect();
+    assert_eq!(second_requests.len(), cases.len(), "one reprompt per run");
+    assert!(
+        second_requests
+            .iter()
+            .all(|b| b.to_string().contains("could not be used")
+                || b.to_string().contains("error: "))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rate_limited_calls_wait_for_retry_after() {
+    let db = TestDb::new().await;
+    let good = good_script(Wire::OpenAi);
+    let calls = Arc::new(Mutex::new(0usize));
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, move |iteration, body| {
+        let mut n = calls.lock().unwrap();
+        *n += 1;
+        if *n == 1 {
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(
+                    json!({"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
+                )
+        } else {
+            good(iteration, body)
+        }
+    })
+    .await;
+    let (_, status) = run_with(&db, &fake.env(&server)).await;
+    assert_eq!(status, "completed");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4, "one retried call plus three iterations");
+    let waited = requests[1].0 - requests[0].0;
+    assert!(
+        waited >= Duration::from_millis(950),
+        "retried after {waited:?}, before Retry-After"
+    );
+    assert_eq!(
+        requests[0].1, requests[1].1,
+        "the retry repeats the same iteration"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_falls_back_to_the_heuristic_reasoner() {
+    let db = TestDb::new().await;
+    let unauthorized = |_: usize, _: &Value| {
+        ResponseTemplate::new(401).set_body_json(json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}))
+    };
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, unauthorized).await;
+    let mut env = fake.env(&server);
+    env.push(("LLM_FALLBACK".into(), "true".into()));
+    let (run, status) = run_with(&db, &env).await;
+    assert_eq!(
+        status, "completed",
+        "the heuristic reasoner finished the run"
+    );
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "401 is permanent: no retry, and no further calls after the fallback"
+    );
+    let steps: Vec<(String, Option<Value>)> =
+        sqlx::query_as("SELECT reasoner, llm FROM run_steps WHERE run_id = $1 ORDER BY iteration")
+            .bind(run)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert!(steps.iter().all(|(r, _)| r == "heuristic"));
+    let fallback = steps[0].1.as_ref().expect("fallback recorded")["llm_fallback"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fallback.contains("401"), "{fallback}");
+    let trace = db.cli_ok(&["trace", &run.to_string()], &[]);
+    assert!(trace.contains("llm_fallback"));
+
+    // Without the fallback the same refusal fails the run into review.
+    let db2 = TestDb::new().await;
+    let (run2, status2) = run_with(&db2, &fake.env(&server)).await;
+    assert_eq!(status2, "failed");
+    let reason: String =
+        sqlx::query_scalar("SELECT failure_reason FROM analysis_runs WHERE id = $1")
+            .bind(run2)
+            .fetch_one(&db2.pool)
+            .await
+            .unwrap();
+    assert!(reason.contains("401"), "{reason}");
+}

@@ -1,0 +1,196 @@
+//! The lease fence at the storage level: every write of a superseded lease
+//! holder is refused, and a checkpoint is written once per iteration.
+
+use std::time::Duration;
+
+use faultline_shared::{
+    StepRecord, StepTask,
+    storage::{
+        events::{self, NewEvent, RunLimits},
+        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Next},
+        steps,
+    },
+};
+use faultline_tests::TestDb;
+use serde_json::json;
+
+fn record(iteration: i32) -> StepRecord {
+    StepRecord {
+        iteration,
+        thought: "read the log".into(),
+        action: "log_excerpt".into(),
+        action_input: json!({}),
+        observation: json!({"lines": []}),
+        is_final: false,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_superseded_lease_can_write_nothing() {
+    let db = TestDb::new().await;
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+    let event = NewEvent {
+        dedup_key: "fence".into(),
+        source: "test".into(),
+        ..NewEvent::default()
+    };
+    let run = events::ingest(&db.pool, &event, &b"error: boom\n"[..], limits)
+        .await
+        .unwrap()
+        .run_id;
+    let ttl = Duration::from_secs(30);
+    let backoff = Backoff {
+        base: Duration::from_millis(10),
+        max: Duration::from_secs(1),
+    };
+
+    let first = StepTask {
+        run_id: run,
+        iteration: 1,
+        attempt: 0,
+    };
+    let (stale, _) = runs::claim(&db.pool, &first, "stale", ttl)
+        .await
+        .unwrap()
+        .expect("claimed");
+    assert!(
+        runs::claim(&db.pool, &first, "other", ttl)
+            .await
+            .unwrap()
+            .is_none(),
+        "a held run cannot be claimed twice"
+    );
+
+    // The stale holder stops renewing; the reconciler takes the run back.
+    sqlx::query(
+        "UPDATE analysis_runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
+    )
+    .bind(run)
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        runs::reconcile_expired(&db.pool, backoff, 10)
+            .await
+            .unwrap(),
+        1
+    );
+    let retry = StepTask {
+        run_id: run,
+        iteration: 1,
+        attempt: 1,
+    };
+    assert!(
+        runs::claim(&db.pool, &first, "other", ttl)
+            .await
+            .unwrap()
+            .is_none(),
+        "the old attempt's task is stale"
+    );
+    let (fresh, _) = runs::claim(&db.pool, &retry, "fresh", ttl)
+        .await
+        .unwrap()
+        .expect("retry claimed");
+    assert!(fresh.epoch > stale.epoch);
+
+    // Every write of the stale holder is fenced.
+    let rec = record(1);
+    let cp = |worker| Checkpoint {
+        record: &rec,
+        attempt: 0,
+        worker_id: worker,
+        tool_ms: 1,
+        step_ms: 1,
+        fingerprint: None,
+    };
+    assert_eq!(
+        runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue)
+            .await
+            .unwrap(),
+        CommitOutcome::Fenced
+    );
+    assert_eq!(
+        runs::record_failure(&db.pool, &stale, "boom", true, backoff)
+            .await
+            .unwrap(),
+        FailureOutcome::Fenced
+    );
+    assert!(!runs::release(&db.pool, &stale).await.unwrap());
+    assert!(!runs::renew_lease(&db.pool, &stale, ttl).await.unwrap());
+    assert!(steps::list(&db.pool, run).await.unwrap().is_empty());
+
+    // The current holder commits, once.
+    assert_eq!(
+        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    assert_eq!(
+        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
+            .await
+            .unwrap(),
+        CommitOutcome::Fenced
+    );
+    let journal = steps::list(&db.pool, run).await.unwrap();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0].worker_id, "fresh");
+    let run_row = runs::get(&db.pool, run).await.unwrap().unwrap();
+    assert_eq!(
+        (run_row.status.as_str(), run_row.iteration, run_row.attempts),
+        ("queued", 1, 0)
+    );
+    // Exactly one task is queued for iteration 2.
+    let next: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE status = 'Pending' AND convert_from(job, 'UTF8')::jsonb @> $1")
+        .bind(json!({"run_id": run, "iteration": 2}))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(next, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn finished_step_tasks_are_pruned_but_pending_ones_never() {
+    let db = TestDb::new().await;
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+    for i in 0..3 {
+        let event = NewEvent {
+            dedup_key: format!("prune:{i}"),
+            source: "test".into(),
+            ..NewEvent::default()
+        };
+        events::ingest(&db.pool, &event, &b"x\n"[..], limits)
+            .await
+            .unwrap();
+    }
+    // Two tasks finished two hours ago, one finished just now; the rest stay pending.
+    sqlx::query(
+        "UPDATE apalis.jobs SET status = 'Done', done_at = now() - interval '2 hours'
+         WHERE id IN (SELECT id FROM apalis.jobs ORDER BY id LIMIT 2)",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE apalis.jobs SET status = 'Done', done_at = now() WHERE status = 'Pending' AND id = (SELECT max(id) FROM apalis.jobs)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let pruned =
+        faultline_shared::storage::tasks::prune_finished(&db.pool, Duration::from_secs(3600), 100)
+            .await
+            .unwrap();
+    assert_eq!(pruned, 2);
+    let left = faultline_shared::storage::tasks::count_by_status(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, vec![("Done".to_string(), 1)]);
+}

@@ -1,0 +1,146 @@
+//! HTTP calls to the model. Transient failures (429, 5xx, timeouts, resets)
+//! are retried in-process with exponential backoff and jitter (backon),
+//! honouring `Retry-After` as a floor; permanent ones (400/401/403/404/422)
+//! are returned at once. A call that stays transient becomes a durable step
+//! retry in the engine.
+
+use std::time::{Duration, Instant};
+
+use backon::{ExponentialBuilder, Retryable};
+use serde_json::Value;
+
+use super::config::{LlmConfig, Provider};
+
+/// Why a call produced no response body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    Transient {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Permanent {
+        status: Option<u16>,
+        message: String,
+    },
+}
+
+impl CallError {
+    pub fn message(&self) -> String {
+        match self {
+            CallError::Transient { message, .. } => message.clone(),
+            CallError::Permanent { message, .. } => message.clone(),
+        }
+    }
+}
+
+/// A successful call: the parsed body (or the raw text if it is not JSON).
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub body: Result<Value, String>,
+    pub latency_ms: u64,
+    pub attempts: usize,
+}
+
+pub fn http_client(cfg: &LlmConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(cfg.timeout)
+        .connect_timeout(cfg.timeout.min(Duration::from_secs(10)))
+        .build()
+        .expect("a reqwest client with timeouts always builds")
+}
+
+/// POSTs `body` to the provider, retrying transient failures.
+pub async fn call(
+    http: &reqwest::Client,
+    cfg: &LlmConfig,
+    body: &Value,
+) -> Result<Response, CallError> {
+    let url = format!("{}{}", cfg.base_url, super::wire::path(cfg.provider));
+    let started = Instant::now();
+    let mut attempts = 0usize;
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(cfg.retry_base)
+        .with_max_delay(Duration::from_secs(60))
+        .with_max_times(cfg.retries)
+        .with_jitter();
+    let result = (|| {
+        attempts += 1;
+        once(http, cfg, &url, body)
+    })
+    .retry(backoff)
+    .when(|e| matches!(e, CallError::Transient { .. }))
+    .adjust(|e, delay| match (e, delay) {
+        // Retry-After is the server's floor; never retry sooner.
+        (
+            CallError::Transient {
+                retry_after: Some(after),
+                ..
+            },
+            Some(d),
+        ) => Some(d.max(*after)),
+        (_, d) => d,
+    })
+    .notify(|e, delay| tracing::warn!(error = %e.message(), ?delay, "LLM call failed; retrying"))
+    .await?;
+    Ok(Response {
+        body: result,
+        latency_ms: started.elapsed().as_millis() as u64,
+        attempts,
+    })
+}
+
+async fn once(
+    http: &reqwest::Client,
+    cfg: &LlmConfig,
+    url: &str,
+    body: &Value,
+) -> Result<Result<Value, String>, CallError> {
+    let mut req = http.post(url).json(body);
+    if let Some(key) = &cfg.api_key {
+        req = match cfg.provider {
+            Provider::OpenAi => req.bearer_auth(key.expose()),
+            Provider::Anthropic => req.header("x-api-key", key.expose()),
+        };
+    }
+    if cfg.provider == Provider::Anthropic {
+        req = req.header("anthropic-version", "2023-06-01");
+    }
+    let resp = req.send().await.map_err(|e| CallError::Transient {
+        message: format!("request to {url} failed: {e}"),
+        retry_after: None,
+    })?;
+    let status = resp.status();
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
+    let text = resp.text().await.map_err(|e| CallError::Transient {
+        message: format!("reading the reply from {url} failed: {e}"),
+        retry_after: None,
+    })?;
+    if status.is_success() {
+        return Ok(serde_json::from_str(&text).map_err(|_| snippet(&text)));
+    }
+    let message = format!("{} from {url}: {}", status, snippet(&text));
+    if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
+        Err(CallError::Transient {
+            message,
+            retry_after,
+        })
+    } else {
+        Err(CallError::Permanent {
+            status: Some(status.as_u16()),
+            message,
+        })
+    }
+}
+
+fn snippet(text: &str) -> String {
+    let t = text.trim();
+    match t.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
+}

@@ -1,0 +1,126 @@
+//! LLM settings (`LLM_*` environment variables), read once at start.
+
+use std::time::Duration;
+
+use faultline_shared::config::{ConfigError, Secret};
+
+/// Which wire format to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Any server speaking the OpenAI chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server).
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl Provider {
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub provider: Provider,
+    /// API root, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<Secret>,
+    /// Timeout of one HTTP call.
+    pub timeout: Duration,
+    /// In-process retries of one call on 429 / 5xx / timeouts / resets.
+    pub retries: usize,
+    /// First in-process retry delay (doubles, with jitter; Retry-After is a floor).
+    pub retry_base: Duration,
+    /// Token budget of a whole run; when spent the model must answer.
+    pub max_tokens_per_run: i64,
+    /// `max_tokens` of one reply.
+    pub max_output_tokens: u32,
+    /// Unusable replies tolerated per run before giving up.
+    pub max_reprompts: usize,
+    /// On a permanent LLM error, continue the run with the heuristic reasoner.
+    pub fallback: bool,
+    /// USD per million input / output tokens, when known.
+    pub price_in: Option<f64>,
+    pub price_out: Option<f64>,
+}
+
+impl LlmConfig {
+    /// `None` when `LLM_PROVIDER` is unset or `heuristic`.
+    pub fn from_env() -> Result<Option<Self>, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let provider = match get("LLM_PROVIDER").as_deref().map(str::trim) {
+            None | Some("heuristic") => return Ok(None),
+            Some("openai") => Provider::OpenAi,
+            Some("anthropic") => Provider::Anthropic,
+            Some(other) => {
+                return Err(ConfigError {
+                    name: "LLM_PROVIDER",
+                    value: other.into(),
+                    reason: "expected heuristic, openai or anthropic".into(),
+                });
+            }
+        };
+        let num = |name: &'static str, default: f64| -> Result<f64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v.trim().parse::<f64>().map_err(|e| ConfigError {
+                    name,
+                    value: v.clone(),
+                    reason: e.to_string(),
+                }),
+            }
+        };
+        let opt = |name: &'static str| -> Result<Option<f64>, ConfigError> {
+            get(name)
+                .map(|v| {
+                    v.trim().parse::<f64>().map_err(|e| ConfigError {
+                        name,
+                        value: v.clone(),
+                        reason: e.to_string(),
+                    })
+                })
+                .transpose()
+        };
+        let base_url = get("LLM_BASE_URL").unwrap_or_else(|| match provider {
+            Provider::OpenAi => "https://api.openai.com/v1".into(),
+            Provider::Anthropic => "https://api.anthropic.com".into(),
+        });
+        let model = get("LLM_MODEL").ok_or_else(|| ConfigError {
+            name: "LLM_MODEL",
+            value: String::new(),
+            reason: format!("required when LLM_PROVIDER={}", provider.name()),
+        })?;
+        Ok(Some(Self {
+            provider,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model,
+            api_key: get("LLM_API_KEY").map(Secret::new),
+            timeout: Duration::from_millis(num("LLM_TIMEOUT_MS", 60_000.0)? as u64),
+            retries: num("LLM_RETRIES", 3.0)? as usize,
+            retry_base: Duration::from_millis(num("LLM_RETRY_BASE_MS", 500.0)? as u64),
+            max_tokens_per_run: num("LLM_MAX_TOKENS_PER_RUN", 200_000.0)? as i64,
+            max_output_tokens: num("LLM_MAX_OUTPUT_TOKENS", 2_048.0)? as u32,
+            max_reprompts: num("LLM_MAX_REPROMPTS", 2.0)? as usize,
+            fallback: matches!(
+                get("LLM_FALLBACK").as_deref().map(str::trim),
+                Some("true" | "1" | "yes")
+            ),
+            price_in: opt("LLM_PRICE_INPUT_PER_MTOK")?,
+            price_out: opt("LLM_PRICE_OUTPUT_PER_MTOK")?,
+        }))
+    }
+
+    /// Cost of one call, when prices are configured.
+    pub fn cost(&self, tokens_in: i32, tokens_out: i32) -> f64 {
+        self.price_in.unwrap_or(0.0) * f64::from(tokens_in) / 1e6
+            + self.price_out.unwrap_or(0.0) * f64::from(tokens_out) / 1e6
+    }
+}

@@ -1,0 +1,246 @@
+//! LLM reasoners over native tool calling: `openai` (any OpenAI-compatible
+//! chat-completions server) and `anthropic`. Each iteration is one model
+//! call whose request and response are journaled; the conversation is
+//! rebuilt from the journal, so a resumed run never calls the model again
+//! for a finished iteration. Every reply is validated: unknown tools,
+//! arguments that are not JSON or break the schema, text without a tool
+//! call, empty or truncated replies become an error observation for the
+//! model (a reprompt), bounded by `LLM_MAX_REPROMPTS`.
+
+pub mod client;
+pub mod config;
+pub mod conversation;
+pub mod wire;
+
+use faultline_shared::{
+    Category, Evidence,
+    types::{FINAL_ANSWER, INVALID_RESPONSE},
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use self::{
+    client::CallError,
+    config::LlmConfig,
+    wire::{Parsed, Reply},
+};
+use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, verify};
+use crate::tools;
+
+pub struct LlmReasoner {
+    cfg: LlmConfig,
+    http: reqwest::Client,
+    /// Tool descriptions offered to the model, `final_answer` included.
+    tools: Vec<Value>,
+}
+
+impl LlmReasoner {
+    pub fn new(cfg: LlmConfig, mut tools: Vec<Value>) -> Self {
+        tools.push(conversation::final_answer_tool());
+        Self {
+            http: client::http_client(&cfg),
+            cfg,
+            tools,
+        }
+    }
+
+    async fn decide_inner(&self, state: &AgentState<'_>) -> Result<Reasoned, ReasonError> {
+        let used: i64 = state
+            .journal
+            .iter()
+            .map(|s| i64::from(s.tokens_in) + i64::from(s.tokens_out))
+            .sum();
+        let force_final = state.must_answer() || used >= self.cfg.max_tokens_per_run;
+        let conv = conversation::build(state);
+        let body = wire::request(
+            self.cfg.provider,
+            &self.cfg.model,
+            self.cfg.max_output_tokens,
+            &conv,
+            &self.tools,
+            force_final.then_some(FINAL_ANSWER),
+        );
+        let response = client::call(&self.http, &self.cfg, &body)
+            .await
+            .map_err(|e| match e {
+                CallError::Transient { message, .. } => {
+                    ReasonError::Transient(format!("LLM call failed: {message}"))
+                }
+                CallError::Permanent { message, .. } => {
+                    ReasonError::Permanent(format!("LLM call refused: {message}"))
+                }
+            })?;
+        let parsed = match &response.body {
+            Ok(json) => wire::parse(self.cfg.provider, json),
+            Err(text) => Parsed {
+                reply: Err(format!("the reply is not JSON: {text}")),
+                tokens_in: 0,
+                tokens_out: 0,
+            },
+        };
+        let raw_body = response.body.clone().unwrap_or_else(Value::String);
+        let mut exchange = json!({
+            "provider": self.cfg.provider.name(), "model": self.cfg.model, "request": body, "response": raw_body,
+            "latency_ms": response.latency_ms, "http_attempts": response.attempts,
+        });
+        let (decision, call_id) = self.interpret(state, parsed.reply, &mut exchange);
+        if let Decision::Invalid { error, .. } = &decision {
+            let earlier = state
+                .journal
+                .iter()
+                .filter(|s| s.action == INVALID_RESPONSE)
+                .count();
+            if earlier >= self.cfg.max_reprompts {
+                return Err(ReasonError::Permanent(format!(
+                    "the model gave {} unusable replies (limit {}); last: {error}",
+                    earlier + 1,
+                    self.cfg.max_reprompts
+                )));
+            }
+        }
+        Ok(Reasoned {
+            decision: Some(decision),
+            call_id,
+            llm: Some(exchange),
+            tokens_in: parsed.tokens_in,
+            tokens_out: parsed.tokens_out,
+            cost_usd: self.cfg.cost(parsed.tokens_in, parsed.tokens_out),
+        })
+    }
+
+    /// Validates a reply and turns it into a decision.
+    fn interpret(
+        &self,
+        state: &AgentState<'_>,
+        reply: Result<Reply, String>,
+        exchange: &mut Value,
+    ) -> (Decision, Option<String>) {
+        let invalid = |raw: Value, error: String| Decision::Invalid {
+            thought: String::new(),
+            raw,
+            error,
+        };
+        let (id, thought, name, arguments) = match reply {
+            Err(error) => return (invalid(json!({"text": ""}), error), None),
+            Ok(Reply::Text(text)) => {
+                let error =
+                    "the reply has no tool call; call one of the tools (final_answer to answer)"
+                        .to_string();
+                return (invalid(json!({"text": text}), error), None);
+            }
+            Ok(Reply::ToolCall {
+                id,
+                thought,
+                name,
+                arguments,
+            }) => (id, thought, name, arguments),
+        };
+        let id = Some(if id.is_empty() {
+            format!("fl_{}", state.iteration)
+        } else {
+            id
+        });
+        let raw = json!({"tool": name, "arguments": arguments});
+        let with_thought = |d: Decision| match d {
+            Decision::Invalid { raw, error, .. } => Decision::Invalid {
+                thought: thought.clone(),
+                raw,
+                error,
+            },
+            other => other,
+        };
+        let Some(tool) = self.tools.iter().find(|t| t["name"] == name.as_str()) else {
+            let names: Vec<&str> = self
+                .tools
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            return (
+                with_thought(invalid(
+                    raw,
+                    format!("unknown tool {name:?}; available: {}", names.join(", ")),
+                )),
+                id,
+            );
+        };
+        let input: Value = match serde_json::from_str(&arguments) {
+            Ok(v) => v,
+            Err(e) => {
+                return (
+                    with_thought(invalid(
+                        raw,
+                        format!("arguments of {name} are not valid JSON: {e}"),
+                    )),
+                    id,
+                );
+            }
+        };
+        if let Err(e) = tools::validate(&tool["parameters"], &input) {
+            return (
+                with_thought(invalid(
+                    raw,
+                    format!("arguments of {name} break its schema: {e}"),
+                )),
+                id,
+            );
+        }
+        if state.must_answer() && name != FINAL_ANSWER {
+            return (
+                with_thought(invalid(
+                    raw,
+                    "this was the last iteration and the reply did not call final_answer".into(),
+                )),
+                id,
+            );
+        }
+        if name != FINAL_ANSWER {
+            return (
+                Decision::Act {
+                    thought,
+                    tool: name,
+                    input,
+                },
+                id,
+            );
+        }
+        exchange["arguments"] = Value::String(arguments);
+        match draft(&input, state) {
+            Ok(draft) => (Decision::Answer { thought, draft }, id),
+            Err(e) => (with_thought(invalid(raw, e)), id),
+        }
+    }
+}
+
+impl Reasoner for LlmReasoner {
+    fn name(&self) -> &'static str {
+        self.cfg.provider.name()
+    }
+
+    fn decide<'a>(
+        &'a self,
+        state: &'a AgentState<'a>,
+    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>> {
+        Box::pin(self.decide_inner(state))
+    }
+}
+
+/// The model's `final_answer` arguments as a draft; retrieval strength is
+/// measured from what the run observed, not taken from the model.
+fn draft(input: &Value, state: &AgentState<'_>) -> Result<Draft, String> {
+    let category: Category = input["category"].as_str().unwrap_or_default().parse()?;
+    let evidence: Vec<Evidence> =
+        serde_json::from_value(input["evidence"].clone()).map_err(|e| format!("evidence: {e}"))?;
+    let confidence = input["confidence"]
+        .as_f64()
+        .ok_or("confidence must be a number")? as f32;
+    let (retrieval, kb_refs) = verify::retrieval_from_journal(state.journal, category);
+    Ok(Draft {
+        category,
+        root_cause: input["root_cause"].as_str().unwrap_or_default().to_string(),
+        fix: input["fix"].as_str().unwrap_or_default().to_string(),
+        evidence,
+        self_confidence: confidence.clamp(0.0, 1.0),
+        retrieval,
+        kb_refs,
+    })
+}
