@@ -455,3 +455,47 @@ async fn a_refused_key_falls_back_to_the_heuristic_reasoner() {
             .unwrap();
     assert!(reason.contains("401"), "{reason}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shared_rate_limit_holds_across_two_worker_processes() {
+    let db = TestDb::new().await;
+    // Every reply takes 250 ms; with one shared slot no two calls may overlap.
+    let delay = Duration::from_millis(250);
+    let good = good_script(Wire::OpenAi);
+    let (server, fake) =
+        FakeLlm::start(Wire::OpenAi, move |i, b| good(i, b).set_delay(delay)).await;
+    let mut env = fake.env(&server);
+    env.push(("LLM_MAX_CONCURRENT".into(), "1".into()));
+    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "4".into()));
+    let runs: Vec<Uuid> = (0..4)
+        .map(|i| {
+            db.enqueue(
+                &db.write(&format!("oom-{i}.log"), format!("build {i}\n{}", oom_log())),
+                &[],
+            )
+        })
+        .collect();
+    let _a = db.worker("a", &env_refs(&env));
+    let _b = db.worker("b", &env_refs(&env));
+    for run in &runs {
+        assert_eq!(
+            wait_terminal(&db.pool, *run, Duration::from_secs(90)).await,
+            "completed"
+        );
+    }
+    let mut starts: Vec<Instant> = fake.requests().iter().map(|r| r.0).collect();
+    assert_eq!(starts.len(), 12);
+    starts.sort();
+    let min_gap = starts.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(
+        min_gap >= delay - Duration::from_millis(10),
+        "two calls overlapped: gap {min_gap:?}"
+    );
+    // Both processes made calls.
+    let workers: Vec<String> =
+        sqlx::query_scalar("SELECT DISTINCT worker_id FROM run_steps WHERE reasoner = 'openai'")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+}

@@ -194,3 +194,53 @@ async fn finished_step_tasks_are_pruned_but_pending_ones_never() {
         .unwrap();
     assert_eq!(left, vec![("Done".to_string(), 1)]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_request_window_admits_only_the_configured_rate() {
+    use faultline_shared::storage::ratelimit;
+    let db = TestDb::new().await;
+    for _ in 0..3 {
+        assert_eq!(ratelimit::take_request(&db.pool, 3).await.unwrap(), None);
+    }
+    let wait = ratelimit::take_request(&db.pool, 3)
+        .await
+        .unwrap()
+        .expect("the fourth request must wait");
+    assert!(
+        wait > Duration::from_secs(55) && wait <= Duration::from_secs(60),
+        "{wait:?}"
+    );
+    // Slots: two holders of two slots; a third waits until one is released or expires.
+    let a = ratelimit::acquire_slot(&db.pool, 2, "a", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("slot");
+    let _b = ratelimit::acquire_slot(&db.pool, 2, "b", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("slot");
+    assert_eq!(
+        ratelimit::acquire_slot(&db.pool, 2, "c", Duration::from_secs(30))
+            .await
+            .unwrap(),
+        None
+    );
+    ratelimit::release_slot(&db.pool, a, "a").await.unwrap();
+    assert_eq!(
+        ratelimit::acquire_slot(&db.pool, 2, "c", Duration::from_secs(30))
+            .await
+            .unwrap(),
+        Some(a)
+    );
+    sqlx::query("UPDATE llm_slots SET expires_at = now() - interval '1 second' WHERE holder = 'b'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert!(
+        ratelimit::acquire_slot(&db.pool, 2, "d", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_some(),
+        "an expired slot is free"
+    );
+}

@@ -1,6 +1,6 @@
 //! `faultline-worker`: executes analysis steps until SIGTERM.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
@@ -9,7 +9,7 @@ use faultline_worker::{
     Engine,
     agent::{
         HeuristicReasoner, Reasoner,
-        llm::{LlmReasoner, config::LlmConfig},
+        llm::{LlmReasoner, config::LlmConfig, limit::SharedLimit},
     },
     runtime,
     tools::ToolBelt,
@@ -50,18 +50,28 @@ async fn main() -> anyhow::Result<()> {
     let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay);
     let llm = LlmConfig::from_env().context("invalid LLM configuration")?;
     let llm_fallback = llm.as_ref().is_some_and(|c| c.fallback);
-    let reasoner: Arc<dyn Reasoner> = match llm {
-        Some(cfg) => {
-            info!(
-                provider = cfg.provider.name(),
-                model = cfg.model,
-                base_url = cfg.base_url,
-                "LLM reasoner"
-            );
-            Arc::new(LlmReasoner::new(cfg, tools.describe()))
-        }
-        None => Arc::new(HeuristicReasoner),
-    };
+    let reasoner: Arc<dyn Reasoner> =
+        match llm {
+            Some(cfg) => {
+                info!(
+                    provider = cfg.provider.name(),
+                    model = cfg.model,
+                    base_url = cfg.base_url,
+                    "LLM reasoner"
+                );
+                let limit = (cfg.max_concurrent.is_some() || cfg.requests_per_minute.is_some())
+                    .then(|| SharedLimit {
+                        pool: pool.clone(),
+                        max_concurrent: cfg.max_concurrent,
+                        per_minute: cfg.requests_per_minute,
+                        holder: worker_id.clone(),
+                        slot_ttl: cfg.timeout + Duration::from_secs(30),
+                        max_wait: Duration::from_secs(300),
+                    });
+                Arc::new(LlmReasoner::new(cfg, tools.describe(), limit))
+            }
+            None => Arc::new(HeuristicReasoner),
+        };
     let engine = Arc::new(Engine {
         pool,
         tools,

@@ -99,7 +99,7 @@ pub fn verify_signature(headers: &HeaderMap, body: &[u8], secret: &Secret) -> Re
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
     (0..text.len())

@@ -1,11 +1,11 @@
 //! `faultline serve`: the producer's HTTP server (axum).
 //!
 //! # Layout
-//! - [`config`]: settings read once from the environment; secrets stay [`Secret`]s.
-//! - [`error`]: `AppError`, the one error type; every error body is JSON.
-//! - [`auth`]: API tokens with roles, the Jenkins shared token.
-//! - [`github`], [`jenkins`]: the CI webhooks.
-//! - [`api`]: `/api/v1/analyses`.
+//! - `config` — settings read once from the environment; secrets stay [`Secret`]s.
+//! - `error` — `AppError`, the one error type; every error body is JSON.
+//! - `auth` — API tokens with roles, the Jenkins shared token.
+//! - `github`, `jenkins` — the CI webhooks.
+//! - `api` — `/api/v1/analyses`.
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
 //! step task, in one transaction (`storage::events::ingest`).

@@ -7,9 +7,11 @@
 //! - [`review`](crate::storage::review): `review_items`.
 //! - [`knowledge`]: `knowledge_base` and the error library look-ups.
 //! - [`tasks`]: housekeeping of the apalis step queue.
+//! - [`ratelimit`]: the LLM rate limit shared by all workers.
 
 pub mod events;
 pub mod knowledge;
+pub mod ratelimit;
 pub mod review;
 pub mod runs;
 pub mod steps;

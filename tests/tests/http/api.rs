@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::*;

@@ -1,11 +1,8 @@
 //! `POST /webhooks/jenkins`.
 
-use std::time::Duration;
-
-use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
+use faultline_tests::TestDb;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::*;
 

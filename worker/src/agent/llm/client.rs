@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use serde_json::Value;
 
-use super::config::{LlmConfig, Provider};
+use super::{
+    config::{LlmConfig, Provider},
+    limit::SharedLimit,
+};
 
 /// Why a call produced no response body.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,10 +52,12 @@ pub fn http_client(cfg: &LlmConfig) -> reqwest::Client {
         .expect("a reqwest client with timeouts always builds")
 }
 
-/// POSTs `body` to the provider, retrying transient failures.
+/// POSTs `body` to the provider, retrying transient failures; every
+/// attempt first takes a permit of the shared rate limit.
 pub async fn call(
     http: &reqwest::Client,
     cfg: &LlmConfig,
+    limit: Option<&SharedLimit>,
     body: &Value,
 ) -> Result<Response, CallError> {
     let url = format!("{}{}", cfg.base_url, super::wire::path(cfg.provider));
@@ -65,7 +70,17 @@ pub async fn call(
         .with_jitter();
     let result = (|| {
         attempts += 1;
-        once(http, cfg, &url, body)
+        async {
+            let permit = match limit {
+                Some(l) => Some(l.acquire().await?),
+                None => None,
+            };
+            let result = once(http, cfg, &url, body).await;
+            if let (Some(l), Some(p)) = (limit, permit) {
+                l.release(p).await;
+            }
+            result
+        }
     })
     .retry(backoff)
     .when(|e| matches!(e, CallError::Transient { .. }))

@@ -46,6 +46,9 @@ pub struct LlmConfig {
     /// USD per million input / output tokens, when known.
     pub price_in: Option<f64>,
     pub price_out: Option<f64>,
+    /// Shared by all workers: concurrent calls and requests per minute.
+    pub max_concurrent: Option<i32>,
+    pub requests_per_minute: Option<i64>,
 }
 
 impl LlmConfig {
@@ -115,6 +118,8 @@ impl LlmConfig {
             ),
             price_in: opt("LLM_PRICE_INPUT_PER_MTOK")?,
             price_out: opt("LLM_PRICE_OUTPUT_PER_MTOK")?,
+            max_concurrent: opt("LLM_MAX_CONCURRENT")?.map(|n| n.max(1.0) as i32),
+            requests_per_minute: opt("LLM_RPM")?.map(|n| n.max(1.0) as i64),
         }))
     }
 

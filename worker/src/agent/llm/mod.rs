@@ -10,6 +10,7 @@
 pub mod client;
 pub mod config;
 pub mod conversation;
+pub mod limit;
 pub mod wire;
 
 use faultline_shared::{
@@ -30,17 +31,20 @@ use crate::tools;
 pub struct LlmReasoner {
     cfg: LlmConfig,
     http: reqwest::Client,
+    /// The rate limit shared by all workers, when configured.
+    limit: Option<limit::SharedLimit>,
     /// Tool descriptions offered to the model, `final_answer` included.
     tools: Vec<Value>,
 }
 
 impl LlmReasoner {
-    pub fn new(cfg: LlmConfig, mut tools: Vec<Value>) -> Self {
+    pub fn new(cfg: LlmConfig, mut tools: Vec<Value>, limit: Option<limit::SharedLimit>) -> Self {
         tools.push(conversation::final_answer_tool());
         Self {
             http: client::http_client(&cfg),
             cfg,
             tools,
+            limit,
         }
     }
 
@@ -60,7 +64,7 @@ impl LlmReasoner {
             &self.tools,
             force_final.then_some(FINAL_ANSWER),
         );
-        let response = client::call(&self.http, &self.cfg, &body)
+        let response = client::call(&self.http, &self.cfg, self.limit.as_ref(), &body)
             .await
             .map_err(|e| match e {
                 CallError::Transient { message, .. } => {

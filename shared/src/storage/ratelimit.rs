@@ -1,0 +1,74 @@
+//! `llm_slots` and `llm_requests`: the LLM rate limit shared by all workers.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+/// Takes a free concurrent-call slot (one of `max`) for `holder` until
+/// `ttl` passes; `None` when all are busy. Expired slots count as free.
+pub async fn acquire_slot(
+    pool: &PgPool,
+    max: i32,
+    holder: &str,
+    ttl: Duration,
+) -> sqlx::Result<Option<i32>> {
+    sqlx::query(
+        "INSERT INTO llm_slots (slot) SELECT generate_series(0, $1 - 1) ON CONFLICT DO NOTHING",
+    )
+    .bind(max)
+    .execute(pool)
+    .await?;
+    sqlx::query_scalar(
+        "UPDATE llm_slots SET holder = $2, expires_at = now() + make_interval(secs => $3)
+         WHERE slot = (SELECT slot FROM llm_slots
+                       WHERE slot < $1 AND (holder IS NULL OR expires_at < now())
+                       ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING slot",
+    )
+    .bind(max)
+    .bind(holder)
+    .bind(ttl.as_secs_f64())
+    .fetch_optional(pool)
+    .await
+}
+
+/// Frees a slot held by `holder`.
+pub async fn release_slot(pool: &PgPool, slot: i32, holder: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE llm_slots SET holder = NULL, expires_at = NULL WHERE slot = $1 AND holder = $2",
+    )
+    .bind(slot)
+    .bind(holder)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Records one request if fewer than `per_minute` were made in the last
+/// minute (by anyone); otherwise returns how long to wait before asking again.
+pub async fn take_request(pool: &PgPool, per_minute: i64) -> sqlx::Result<Option<Duration>> {
+    let mut tx = pool.begin().await?;
+    // Serialise the check-and-insert across processes.
+    sqlx::query("SELECT pg_advisory_xact_lock(7171002)")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM llm_requests WHERE at < now() - interval '2 minutes'")
+        .execute(&mut *tx)
+        .await?;
+    let (count, wait): (i64, Option<f64>) = sqlx::query_as(
+        "SELECT count(*), extract(epoch FROM min(at) + interval '1 minute' - now())::float8
+         FROM (SELECT at FROM llm_requests WHERE at > now() - interval '1 minute' ORDER BY at DESC LIMIT $1) recent",
+    )
+    .bind(per_minute)
+    .fetch_one(&mut *tx)
+    .await?;
+    if count >= per_minute {
+        tx.rollback().await?;
+        return Ok(Some(Duration::from_secs_f64(wait.unwrap_or(1.0).max(0.05))));
+    }
+    sqlx::query("INSERT INTO llm_requests DEFAULT VALUES")
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(None)
+}
