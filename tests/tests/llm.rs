@@ -19,12 +19,15 @@ enum Wire {
 
 type Script = dyn Fn(usize, &Value) -> ResponseTemplate + Send + Sync;
 
+/// One received request: when, for which iteration, its body and headers.
+type Seen = (Instant, usize, Value, Vec<(String, String)>);
+
 /// A fake model: replies by script, records every request it receives.
 #[derive(Clone)]
 struct FakeLlm {
     wire: Wire,
     script: Arc<Script>,
-    seen: Arc<Mutex<Vec<(Instant, usize, Value, Vec<(String, String)>)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Respond for FakeLlm {
@@ -69,7 +72,7 @@ impl FakeLlm {
         (server, fake)
     }
 
-    fn requests(&self) -> Vec<(Instant, usize, Value, Vec<(String, String)>)> {
+    fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 

@@ -11,8 +11,7 @@
 use axum::{
     Json,
     body::Bytes,
-    extract::{State, rejection::BytesRejection},
-    http::HeaderMap,
+    extract::{FromRequest, Request, State},
     response::Response,
 };
 use faultline_shared::storage::events::NewEvent;
@@ -52,17 +51,17 @@ struct Scm {
 
 pub async fn webhook(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Result<Response, AppError> {
     let token = state
         .config
         .jenkins_token
         .as_ref()
         .ok_or(AppError::NotConfigured("JENKINS_WEBHOOK_TOKEN"))?;
-    auth::check_shared_token(&headers, token)?;
-    let body = body?;
-    require_json(&headers)?;
+    // Authenticate before reading (and buffering) the body.
+    auth::check_shared_token(request.headers(), token)?;
+    require_json(request.headers())?;
+    let body = Bytes::from_request(request, &state).await?;
     let Json(n) = Json::<Notification>::from_bytes(&body)?;
     let build = &n.build;
     if !PHASES.contains(&build.phase.as_str()) {

@@ -5,17 +5,24 @@
 //! recent lines, a bounded pool of candidate windows (each holding at most
 //! `max_lines` distinct lines) and a fixed-size count-min sketch for
 //! repetition. Lines are scored on their cleaned text ([`super::clean`],
-//! [`super::score`]); a line scoring at least [`super::score::ANCHOR`] opens a window that
-//! grows over following signal lines, stack frames and lines indented deeper
-//! than its anchors, and closes after a few quiet lines or at a structural
-//! marker (CI step/fold markers, echoed commands). The last lines before a
-//! CI step-failure footer also form a weak fallback window.
+//! [`super::score`]); a line scoring at least [`super::score::ANCHOR`] opens a
+//! window that grows over the rest of its block: following signal lines,
+//! stack frames, lines indented deeper than its anchors, lines quoted the
+//! same way (`= `, `> `, `| `, `# ` prefixes of nested output) and, under a
+//! report header (`Failures:`, `=== FAILURES ===`, `Issues`), the report's
+//! list. A window closes after a few quiet lines, at a new top-level
+//! paragraph without signal, or at a structural marker (CI step/fold
+//! markers, echoed commands). Lines right before a failed step's footer stay
+//! with the window they follow; the last paragraph before such a footer also
+//! forms a weak fallback window.
 //!
-//! At the end windows are ranked by their signal, by whether a failure
-//! footer (`The command "x" exited with 1.`, `##[error]Process completed with
-//! exit code 1.`, `script returned exit code 2`, ...) closely follows them, by
-//! repetition elsewhere in the log and by position; the best window, plus any
-//! close runner-up, fills the excerpt.
+//! At the end windows are ranked by their signal, by the step they belong to
+//! (a failure footer such as `The command "x" exited with 1.`, `##[error]
+//! Process completed with exit code 1.` or `script returned exit code 2`
+//! closely following them counts most; a step that exited 0 while another
+//! failed counts least; the first failed step beats later ones), by
+//! repetition elsewhere in the log and by position; the best window, plus
+//! any close runner-up, fills the excerpt.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -49,7 +56,8 @@ pub struct Excerpt {
 /// Tuning knobs; the defaults suit CI logs.
 #[derive(Debug, Clone)]
 pub struct ExcerptOptions {
-    /// Most lines returned (exact repeats of a line are collapsed).
+    /// Most lines returned (exact repeats of a line are collapsed). Blocks
+    /// end where the log's structure says, so most excerpts are far shorter.
     pub max_lines: usize,
     /// Non-blank lines before an anchor that may join its window (at most 8).
     pub context_before: usize,
@@ -70,7 +78,7 @@ pub struct ExcerptOptions {
 impl Default for ExcerptOptions {
     fn default() -> Self {
         Self {
-            max_lines: 40,
+            max_lines: 100,
             context_before: 1,
             context_after: 3,
             max_line_bytes: 4096,
@@ -384,5 +392,125 @@ mod tests {
         let ex = run("hello\nworld\n");
         assert_eq!(ex.total_lines, 2);
         assert!(ex.lines.len() <= 2);
+    }
+    /// A Travis step: its command echo, output and footer.
+    fn step(cmd: &str, body: &str, exit: u8) -> String {
+        format!("$ {cmd}\n{body}\nThe command \"{cmd}\" exited with {exit}.\n\n")
+    }
+
+    #[test]
+    fn report_section_is_returned_whole_without_its_header() {
+        let body = format!(
+            "{}\nIssues :-(\n> Links\n  1. [L12] 404 https://example.com/a\n  2. [L40] 301 https://example.com/b\n> Dupes\n  None ✓\n\nWrote results to out.json\n",
+            noise(300)
+        );
+        let ex = run(&step("check-links README.md", &body, 1));
+        let t = texts(&ex);
+        for want in [
+            "> Links",
+            "  1. [L12] 404 https://example.com/a",
+            "  2. [L40] 301 https://example.com/b",
+            "> Dupes",
+            "  None ✓",
+        ] {
+            assert!(t.contains(&want), "{want}: {t:?}");
+        }
+        assert!(!t.contains(&"Issues :-("), "{t:?}");
+        assert!(t.iter().all(|l| !l.contains("Wrote results")), "{t:?}");
+    }
+
+    #[test]
+    fn quoted_crash_report_is_one_block() {
+        let mut body = noise(200);
+        body.push_str("==== File build/log/asan.123 ====\n= ==123==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020\n");
+        for i in 0..60 {
+            body.push_str(&format!(
+                "=     #{i} 0x4{i:03} in func_{i} /src/file{i}.c:{i}:3\n"
+            ));
+        }
+        body.push_str(
+            "= SUMMARY: AddressSanitizer: heap-use-after-free /src/file0.c:0:3 in func_0\n",
+        );
+        body.push_str("=====================\n");
+        body.push_str(&noise(100));
+        let ex = run(&step("make test", &body, 1));
+        let t = texts(&ex);
+        assert!(
+            t.iter().any(|l| l.contains("ERROR: AddressSanitizer")),
+            "{t:?}"
+        );
+        for i in [0, 30, 59] {
+            assert!(
+                t.iter().any(|l| l.contains(&format!("in func_{i} "))),
+                "frame {i}: {t:?}"
+            );
+        }
+        assert!(
+            t.iter().any(|l| l.contains("SUMMARY: AddressSanitizer")),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn failed_steps_beat_a_louder_succeeded_step() {
+        let mut log = String::new();
+        let loud = "Error: connection reset, retrying\nError: connection reset, retrying\nFATAL ERROR: giving up on mirror\n";
+        log.push_str(&step("fetch-deps", &format!("{}{loud}", noise(50)), 0));
+        log.push_str(&step(
+            "make test",
+            &format!("{}test_parse ... FAILED\n", noise(50)),
+            1,
+        ));
+        log.push_str(&step(
+            "make docs",
+            &format!("{}ERROR: doc build exploded\n", noise(20)),
+            2,
+        ));
+        let ex = run(&log);
+        let t = texts(&ex);
+        assert!(t.contains(&"test_parse ... FAILED"), "{t:?}");
+        assert!(t.iter().all(|l| !l.contains("connection reset")), "{t:?}");
+    }
+
+    #[test]
+    fn block_ends_at_a_new_top_level_paragraph() {
+        let body = format!(
+            "{}src/Types.hs:40:1: error: [-Werror=unused-imports]\n    The import of 'x' is redundant\n   |\n40 | import Data.List (x)\n\n\n--  While building package demo-1.0 using:\n      /usr/bin/cabal build lib:demo\n",
+            noise(100)
+        );
+        let ex = run(&step("stack build", &body, 1));
+        let t = texts(&ex);
+        assert!(t.contains(&"    The import of 'x' is redundant"), "{t:?}");
+        assert!(
+            t.iter()
+                .all(|l| !l.contains("While building") && !l.contains("cabal build")),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn double_spaced_block_stays_together() {
+        let body = format!(
+            "{}error[E0463]: can't find crate for `fontconfig`\n\n  --> font/src/lib.rs:28:1\n\n   |\n\n28 | extern crate fontconfig;\n\n   | ^^^^^^^^^ can't find crate\n",
+            "step output line\n\n".repeat(60)
+        );
+        let ex = run(&step("cargo build", &body, 101));
+        let t = texts(&ex);
+        assert!(t.contains(&"28 | extern crate fontconfig;"), "{t:?}");
+        assert!(t.contains(&"  --> font/src/lib.rs:28:1"), "{t:?}");
+    }
+
+    #[test]
+    fn long_lines_of_progress_redraws_do_not_flood_the_excerpt() {
+        let redraws: String = (0..500)
+            .map(|i| format!("\rTests complete: {i} of 500"))
+            .collect();
+        let body = format!(
+            "{}{redraws}\rfoo [FAIL]\nAssertionError: expected 1, got 2\n",
+            noise(40)
+        );
+        let ex = run(&step("run-tests", &body, 1));
+        assert!(texts(&ex).iter().any(|l| l.contains("AssertionError")));
+        assert!(ex.lines.len() <= 20, "{:?}", texts(&ex));
     }
 }

@@ -30,6 +30,15 @@ pub struct LineInfo {
     pub boundary: bool,
     /// A CI "step finished" footer, if the line is one.
     pub footer: Footer,
+    /// A report section header naming problems (`Failures:`, `=== FAILURES
+    /// ===`, `Failing tests:`, `Issues`): the list under it is the report.
+    pub header: bool,
+    /// A list item (`1) x`, `02. x`, `- x`, `> x`); only tested (by the
+    /// excerpt) while a report is open.
+    pub item: bool,
+    /// Quote marker of nested output (`= `, `> `, `| `), 0 if none: lines
+    /// with the same marker belong to the same quoted block.
+    pub quote: u8,
 }
 
 /// CI step footers: `The command "x" exited with 1.`, `##[error]Process
@@ -70,6 +79,7 @@ const RULES: &[(&str, f32)] = &[
     (r"(?i)no such file|not found|does not exist|doesn't exist", 2.0),
     (r"(?i)\bnot (available|installed|allowed|permitted|defined|declared|satisfied|resolved|supported)\b|\bno \w+ (found|available)\b", 1.5),
     (r"(?i)exit (code|status)|exited with|returned non-zero|non-zero exit", 1.0),
+    (r"(?i)\b(address|thread|memory|leak|undefinedbehavior)sanitizer\b|: runtime error: ", 3.0),
     (r"(?i)\bkilled\b|segmentation fault|segfault|sigsegv|sigabrt|core dumped|out of memory|access violation", 2.5),
     (r"(?i)\babort(ed|ing)?\b", 1.0),
     (r"(?i)timed out|\btimeout\b|deadline exceeded", 1.5),
@@ -85,7 +95,7 @@ const RULES: &[(&str, f32)] = &[
     // Shell errors: `script.sh: line 3: cd: x: No such file or directory`.
     (r"^\S+: line \d+: ", 1.0),
     // Test summaries and markers.
-    (r"(?i)\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]", 2.0),
+    (r"(?i)\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]\d{0,6}([,;.)]|\s|$)", 2.0),
     (r"✖|✗|✘|×|^\s*not ok\b|^\s*---? FAIL", 2.0),
     (r"^\s*\d{1,4}\) \S", 1.0),
     // Noise: warnings, skips, successes, zero counts, progress, hints.
@@ -93,10 +103,13 @@ const RULES: &[(&str, f32)] = &[
     (r"(?i)\bskip(ped|ping)?\b", -1.5),
     (r"(?i)\b(passed|succeeded|successful(ly)?|success)\b|✓|✔", -1.5),
     (r"(?i)\b(0|no) (errors?|failures?|failed|warnings?|issues)\b|\b(errors?|failures?|failed|warnings?)\s*[:=]\s*0\b", -3.0),
+    (r"^\s*\[\s*\d+\s*(of|/)\s*\d+\s*\]", -2.5),
+    // Dependency trees (`├─┬ error-ex@1.3.0`, `+--- x`): names, not failures.
+    (r"^[\s│|]*(├|└|\+---|\\---)", -2.5),
     (r"(?i)^\s*(downloading|downloaded|fetching|installing|unpacking|setting up|selecting previously|preparing to unpack|get:\d|hit:\d|ign:\d|receiving objects|resolving deltas|remote:|compiling|collecting|requirement already|using cached|retrying)\b", -2.5),
-    (r"(?i)\bif (this|the) (error|problem|issue)|\bdebug log\b|\bverbose\b|for more (info|details)|please (report|see|run|check)|--verbose", -2.0),
+    (r"(?i)\bif (this|the) (error|problem|issue)|\bdebug log\b|\bverbose\b|for more (info|details)|please (report|see|run|check)|--verbose|\bsee (the )?full (trace|log|output)|\s--(trace|stacktrace|debug|info)\b", -2.0),
     // Echoed compiler / tool invocations: many `-flags`.
-    (r"(\s-{1,2}[A-Za-z][\w=.,/+-]*){5}", -2.5),
+    (r"(\s-{1,2}[A-Za-z][\w=.,/+-]*(\s+[^\s-]\S*)?){4}", -2.5),
     // CI boilerplate: cache steps, footers echoed in text, shell hooks.
     (r"(?i)^\s*(\S+ )?(store|upload|restor|sav|pack|fetch|download|check|creat)\w* (the |build )?cache|\bcache (hit|miss|restored|saved|uploaded)|changes detected|shell_session_update|^\s*the command \S|^\s*done\.", -3.0),
 ];
@@ -105,56 +118,134 @@ const RULES: &[(&str, f32)] = &[
 static RULE_SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(RULES.iter().map(|r| r.0)).expect("valid built-in regex"));
 
+/// Line classes recognised next to the rules, in the order of [`FLAGS`].
+#[derive(Clone, Copy)]
+enum Flag {
+    Header,
+    JobEnd,
+    Footer,
+    Wrapper,
+    Success,
+    Expectation,
+    Verdict,
+    WarningLabel,
+    ErrorLabel,
+}
+
+const FLAGS: [(Flag, &str); 9] = [
+    (Flag::Header, HEADER_RE),
+    (Flag::JobEnd, JOB_END_RE),
+    (Flag::Footer, FOOTER_RE),
+    (Flag::Wrapper, WRAPPER_RE),
+    (Flag::Success, SUCCESS_RE),
+    (Flag::Expectation, EXPECTATION_RE),
+    (Flag::Verdict, VERDICT_RE),
+    (Flag::WarningLabel, WARNING_LABEL_RE),
+    (Flag::ErrorLabel, ERROR_LABEL_RE),
+];
+
+/// The rules followed by the line classes: one pass finds all of them.
+static ALL: LazyLock<RegexSet> = LazyLock::new(|| {
+    let patterns = RULES.iter().map(|r| r.0).chain(FLAGS.iter().map(|f| f.1));
+    RegexSet::new(patterns).expect("valid built-in regex")
+});
+
+/// What one pass of [`ALL`] found in a line.
+struct Matched {
+    score: f32,
+    flags: u16,
+}
+
+impl Matched {
+    fn of(line: &str) -> Self {
+        let mut m = Self {
+            score: 0.0,
+            flags: 0,
+        };
+        for i in ALL.matches(line).iter() {
+            match RULES.get(i) {
+                Some(rule) => m.score += rule.1,
+                None => m.flags |= 1 << (FLAGS[i - RULES.len()].0 as u16),
+            }
+        }
+        m
+    }
+
+    fn has(&self, flag: Flag) -> bool {
+        self.flags & (1 << flag as u16) != 0
+    }
+}
+
 /// The positive rules only: a line matching none of them is plain output
 /// (the common case, decided in one cheap pass).
 static GATE: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(RULES.iter().filter(|r| r.1 > 0.0).map(|r| r.0)).expect("valid built-in regex")
+    let positive = RULES.iter().filter(|r| r.1 > 0.0).map(|r| r.0);
+    RegexSet::new(positive).expect("valid built-in regex")
 });
 
-static FOOTER: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r#"(?i)^the command ".*" exited with (\d+)|process completed with exit code (\d+)|script returned exit code (\d+)|^finished: (failure|success)|build step .* marked build as failure"#,
-    )
-});
+const FOOTER_RE: &str = r#"(?i)^the command ".*" exited with (\d+)|process completed with exit code (\d+)|script returned exit code (\d+)|^finished: (failure|success)|build step .* marked build as failure"#;
+static FOOTER: LazyLock<Regex> = LazyLock::new(|| re(FOOTER_RE));
 
 /// Stack frames and location details that continue a trace (tested on
 /// indented lines only).
 static FRAME: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r#"^\s+(at |File ".*", line \d|#\d+ |from \S+:\d|\S+:\d+(:\d+)?:? |\S+\(\S*:\d+\)|-+> |\d* *\| |= note|\[C\]: in |in function )|^\s*\S+\.\w+:\d+(:\d+)?\s*$"#,
+        r#"^\s+(at |File ".*", line \d|#\d+ |from \S+:\d|\S+:\d+(:\d+)?:? |\S+\(\S*:\d+\)|\S+:\d+:in [`'<]|-+> |\d* *\| |= note|\[C\]: in |in function )|^\s*\S+\.\w+:\d+(:\d+)?\s*$"#,
     )
 });
 
 /// A verdict of success at the start or end of a line vetoes its failure
 /// words (`ok 3 - fails on bad input`, `test_fail_on_x ... ok`).
-static SUCCESS: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^\s*(ok|pass(ed)?|success|✓|✔)\b|\b(ok|passed|pass|success|succeeded)\W{0,3}$|\[\s*(ok|pass(ed)?)\s*\]|✓|✔",
-    )
-});
+const SUCCESS_RE: &str = r"(?i)^\s*(ok|pass(ed)?|success|✓|✔)\b|\b(ok|passed|pass|success|succeeded)\W{0,3}$|\[\s*(ok|pass(ed)?)\s*\]|✓|✔";
+static SUCCESS: LazyLock<Regex> = LazyLock::new(|| re(SUCCESS_RE));
+
+/// Test names that describe an expected failure (`rejects bad input
+/// and should fail with X`) are not failures themselves.
+const EXPECTATION_RE: &str = r"(?i)\bshould (not )?(fail|error|throw|raise|reject|crash|abort)";
+
+/// Severity labels of diagnostics.
+const WARNING_LABEL_RE: &str = r"(?i)(^|[\s:\[(])warn(ing)?\s*[:\])!]";
+const ERROR_LABEL_RE: &str = r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]";
+
+/// A failure verdict printed by a test runner.
+const VERDICT_RE: &str = r"\bFAIL(ED|URE)?\b|\[FAIL\]|✗|✖|✘|^\s*not ok\b";
 
 /// Job-level footers: they close the log, not a step.
-static JOB_END: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)your build exited with \d+|job failed: exit code \d+|^cleaning up (file based variables|project directory)",
-    )
-});
+const JOB_END_RE: &str = r"(?i)your build exited with \d+|job failed: exit code \d+|^cleaning up (file based variables|project directory)";
 
 /// Build-tool wrapper and summary lines: they say *that* something failed
 /// and point elsewhere; the explanation is usually the detail before them.
-static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
-    re(concat!(
-        r"(?i)^\s*make(\[\d+\])?: \*\*\*|recipe for target .* failed|^\s*npm err!|^\s*error command failed|^\s*info visit",
-        r"|build failed|build failure|^\s*failure: build failed|what went wrong|execution failed for task|there were failing tests",
-        r"|failed to execute goal|^\s*\[error\] (-> \[help|re-run maven|for more information|to see the full stack)",
-        r"|returned non-zero exit status|error: (test failed|could not compile|aborting due to)|rake aborted|errors while running ctest",
-        r"|^\s*\d+ tests? completed|^\s*(tests|examples|specs?) ?(run)?:? \d+.*\b(failures?|failed)|^\s*=+ .*\d+ (failed|error)",
-        r"|^\s*fail\s+\S+\s+\d+(\.\d+)?s\s*$|^\s*fail\s*$|^\s*#\s*\d+ failed test|^\s*\d+ (examples?|tests?|specs?), \d+ failures?",
-        r"|^\s*:\S+ failed$|exited with code [1-9]|exit status [1-9]\d*$|^\s*error: process completed",
-        // Failure counts: `TOTAL: 1 FAILED`, `Failures: 2`, `failed 4 and passed 10 tests`.
-        r"|\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b([,.;:)]|\s*$| and| of| in| tests?)|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]|\bfailed [1-9]\d* ",
-    ))
-});
+const WRAPPER_RE: &str = concat!(
+    r"(?i)^\s*make(\[\d+\])?: \*\*\*|recipe for target .* failed|^\s*npm err!|^\s*error command failed|^\s*info visit",
+    r"|build failed|build failure|^\s*failure: build failed|what went wrong|execution failed for task|there were failing tests",
+    r"|failed to execute goal|^\s*\[error\] (-> \[help|re-run maven|for more information|to see the full stack)",
+    r"|one or more (\w+ )?(errors?|tests?|failures?) (occurred|failed)|an error occurred (when|while) (executing|running)",
+    r"|returned non-zero exit status|error: (test failed|could not compile|aborting due to)|rake aborted|errors while running ctest",
+    r"|^\s*\d+ tests? completed|^\s*(tests|examples|specs?) ?(run)?:? \d+.*\b(failures?|failed)|^\s*=+ .*\d+ (failed|error)",
+    r"|^\s*fail\s+\S+\s+\d+(\.\d+)?s\s*$|^\s*fail\s*$|^\s*#\s*\d+ failed test|^\s*\d+ (examples?|tests?|specs?), \d+ failures?",
+    r"|^\s*:\S+ failed$|exited with (code|status):? ?(\w+ )?[1-9]|command failed with (exit )?(status|code)|exit status [1-9]\d*$|^\s*error: process completed",
+    // Failure counts: `TOTAL: 1 FAILED`, `Failures: 2`, `failed 4 and passed 10 tests`.
+    r"|\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b([,.;:)]|\s*$| and| of| in| tests?)|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]\d{0,6}([,;.)]|\s|$)|\bfailed [1-9]\d* ",
+);
+
+/// Headers the failure vocabulary of [`RULES`] does not catch.
+static OTHER_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^\W{0,8}(issues|problems|violations|offen[cs]es)\W{0,8}$"));
+
+/// Report section headers: a short line that only names the problems
+/// listed under it.
+const HEADER_RE: &str = concat!(
+    r"(?i)^\W{0,8}(the following |summary of )?(\w+ )?",
+    r"(issues|problems|errors|failures|failed (tests?|examples?|specs?|checks?)|failing (tests?|examples?|specs?)|test failures|violations|offen[cs]es)",
+    r"( found| detected| occurred| summary)?\W{0,8}$",
+);
+
+static ITEM: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(\d{1,4}[.)]|[-*•>+]|\[\w+\])\s+\S"));
+
+/// Whether a cleaned line is a list item (`1) x`, `02. x`, `- x`, `> x`).
+pub fn is_item(clean: &str) -> bool {
+    ITEM.is_match(clean)
+}
 
 /// Scores one cleaned line. `tag` is the workflow-command prefix removed by
 /// cleaning (`##[error]` lines score higher); `red` says the raw line set a
@@ -185,15 +276,36 @@ pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
     if tag == LineTag::Error {
         info.score += 3.0;
     }
+    info.quote = quote_marker(trimmed);
     if !GATE.is_match(trimmed) {
+        // Report headers may name problems without failure words.
+        let initial = trimmed.bytes().find(u8::is_ascii_alphanumeric).unwrap_or(0);
+        if !info.cont
+            && trimmed.len() <= 24
+            && matches!(initial.to_ascii_lowercase(), b'i' | b'p' | b'v' | b'o')
+            && OTHER_HEADER.is_match(trimmed)
+        {
+            info.header = true;
+            info.score = info.score.max(ANCHOR);
+        }
         return info;
     }
-    if JOB_END.is_match(trimmed) {
+    let m = Matched::of(trimmed);
+    if m.has(Flag::Header) && !info.cont && trimmed.len() <= 60 {
+        info.header = true;
+        info.score = info.score.max(ANCHOR);
+        return info;
+    }
+    if m.has(Flag::JobEnd) {
         info.boundary = true;
         info.score = -3.0;
         return info;
     }
-    if let Some(c) = FOOTER.captures(trimmed) {
+    if let Some(c) = m
+        .has(Flag::Footer)
+        .then(|| FOOTER.captures(trimmed))
+        .flatten()
+    {
         let failed = match c.iter().skip(1).flatten().next() {
             Some(m) => m.as_str() != "0" && !m.as_str().eq_ignore_ascii_case("success"),
             None => true,
@@ -207,21 +319,26 @@ pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
         info.score = 0.0;
         return info;
     }
-    info.score += RULE_SET
-        .matches(trimmed)
-        .iter()
-        .map(|i| RULES[i].1)
-        .sum::<f32>();
+    info.score += m.score;
     if info.score > 0.0 && red {
         // Terminals colour errors red; it only adds to other evidence.
         info.score += 1.0;
     }
-    if info.score > 0.0 && WRAPPER.is_match(trimmed) {
+    if info.score > 0.0 && m.has(Flag::Wrapper) {
         // Summaries count failures, so they may also mention successes.
         info.wrapper = true;
         info.score = (info.score * 0.35).min(ANCHOR - 0.5);
-    } else if SUCCESS.is_match(trimmed) {
+    } else if m.has(Flag::Success) {
         info.score = info.score.min(-1.0);
+    } else if m.has(Flag::Expectation) && !m.has(Flag::Verdict) {
+        // Test names describing an expected failure (`should fail with
+        // X`) are not failures, unless a runner's verdict says so.
+        info.score -= 2.0;
+    }
+    if info.score > 0.5 && m.has(Flag::WarningLabel) && !m.has(Flag::ErrorLabel) {
+        // A diagnostic labelled as a warning is not an error, whatever
+        // its message says (`x.erl:3: Warning: this will fail`).
+        info.score = 0.5;
     }
     // Very long lines (minified output, dumps) are rarely the explanation.
     if trimmed.len() > 600 {
@@ -230,17 +347,40 @@ pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
     info
 }
 
+/// The quote marker of nested output: one or two of `=`, `>`, `|`, `!`,
+/// `#` followed by a space at the very start of the line.
+pub fn quote_marker(clean: &str) -> u8 {
+    let b = clean.as_bytes();
+    let first = b.first().copied().unwrap_or(0);
+    if !matches!(first, b'=' | b'>' | b'|' | b'!' | b'#') {
+        return 0;
+    }
+    let n = if b.get(1) == Some(&first) { 2 } else { 1 };
+    match b.get(n) {
+        Some(b' ' | b'\t') | None => first,
+        _ => 0,
+    }
+}
+
 /// Whether a cleaned line is noise: a success verdict or a line whose rules
 /// add up below zero (progress, warnings, cache steps, ...).
 pub fn is_noise(clean: &str) -> bool {
     let trimmed = clean.trim_end();
-    SUCCESS.is_match(trimmed)
+    is_rule(trimmed)
+        || SUCCESS.is_match(trimmed)
         || RULE_SET
             .matches(trimmed)
             .iter()
             .map(|i| RULES[i].1)
             .sum::<f32>()
             < 0.0
+}
+
+/// Whether a line only draws a rule or separator (`-----`, `= = =`,
+/// `*****`): it carries no text of its own.
+pub fn is_rule(clean: &str) -> bool {
+    let t = clean.trim();
+    !t.is_empty() && t.chars().all(|c| !c.is_alphanumeric())
 }
 
 /// Whether a line looks like a stack frame or a location detail that
@@ -393,6 +533,80 @@ mod tests {
             analyse("Finished: FAILURE", LineTag::None, false).footer,
             Footer::Failed
         );
+    }
+
+    #[test]
+    fn report_headers() {
+        for s in [
+            "Failures:",
+            "=== FAILURES ===",
+            "failures:",
+            "Failing tests:",
+            "TEST FAILURES",
+            "Issues :-(",
+            "Problems",
+        ] {
+            let info = analyse(s, LineTag::None, false);
+            assert!(info.header && info.score >= ANCHOR, "{s}: {info:?}");
+        }
+        for s in [
+            "    Failing examples",
+            "There were 3 failures in module x",
+            "errors: 0",
+            "Issues fixed in this release: 12",
+        ] {
+            assert!(!analyse(s, LineTag::None, false).header, "{s}");
+        }
+    }
+
+    #[test]
+    fn expectations_and_warning_labels_are_not_failures() {
+        assert!(score("      '1071.purs' should fail with 'KindsDoNotUnify':") < ANCHOR);
+        assert!(
+            score("x_SUITE.erl:65: Warning: this expression will fail with a 'badarith' exception")
+                < ANCHOR
+        );
+        // A runner's verdict still counts.
+        assert!(score("Firefox 60 injector should throw if not set yet FAILED") >= ANCHOR);
+        assert!(score("src/a.c:3:1: error: expected ';' (warning: treated as error)") >= ANCHOR);
+    }
+
+    #[test]
+    fn error_codes_are_not_failure_counts() {
+        let info = analyse(
+            "  [35] SSL connect error (error:14094410:SSL routines)",
+            LineTag::None,
+            false,
+        );
+        assert!(!info.wrapper && info.score > 0.0, "{info:?}");
+        assert!(analyse("Tests run: 5, Failures: 2, Errors: 0", LineTag::None, false).wrapper);
+    }
+
+    #[test]
+    fn trees_progress_and_echoed_commands_are_noise() {
+        for s in [
+            "│ │ └─┬ error-ex@1.3.0",
+            "[ 31 of 122] Compiling Crypto.Error.Types",
+            "../vim -u NONE -e -X -S check.vim -c \"if error == 0 | q | endif\" -c cq af.po",
+        ] {
+            assert!(score(s) < ANCHOR, "{s}: {}", score(s));
+        }
+        assert!(score("==123==ERROR: AddressSanitizer: SEGV on unknown address") >= ANCHOR);
+    }
+
+    #[test]
+    fn quote_markers_and_items() {
+        assert_eq!(quote_marker("= ==1==ERROR: x"), b'=');
+        assert_eq!(quote_marker(">> npm output"), b'>');
+        assert_eq!(quote_marker("# ./spec/a_spec.rb:3:in `x'"), b'#');
+        assert_eq!(quote_marker("=====SECTION"), 0);
+        assert_eq!(quote_marker("plain"), 0);
+        assert!(is_item("  01. [L0410] 301 https://x"));
+        assert!(is_item("  1) Foo does bar"));
+        assert!(!is_item("plain text"));
+        assert!(is_rule("- - - - - - -"));
+        assert!(!is_rule("-- x"));
+        assert!(is_frame("  /app/lib/x.rb:54:in `load'"));
     }
 
     #[test]

@@ -6,12 +6,17 @@ use std::collections::VecDeque;
 
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
 use super::excerpt::{Excerpt, ExcerptLine, ExcerptOptions};
-use super::score::{ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_noise, line_hash};
+use super::score::{
+    ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
+};
 
 /// Recent non-blank lines kept for leading context and the fallback tail.
 const RING: usize = 16;
 /// Lines of the fallback window before a failure footer.
 const TAIL: usize = 8;
+/// Value factor of a window in a step that failed after an earlier failed
+/// step: the first failure usually explains the later ones.
+const LATER_FAILURE: f32 = 0.7;
 
 /// A scored line held in the ring.
 #[derive(Debug, Clone)]
@@ -30,6 +35,10 @@ struct Stored {
     hash: u64,
     core: bool,
     dups: u32,
+    /// Kept for structure only (a report header): not returned.
+    hidden: bool,
+    /// A build-tool wrapper or summary line.
+    wrapper: bool,
 }
 
 /// A candidate block of lines.
@@ -48,6 +57,15 @@ struct Window {
     footer: Option<(Footer, u64)>,
     /// Built from the lines just before a failure footer (fallback).
     tail: bool,
+    /// Opened by a report header: its list body continues it.
+    report: bool,
+    /// Quote marker of its anchor: lines quoted the same way continue it.
+    quote: u8,
+    /// Its step failed after an earlier step had failed already: the
+    /// first failure usually explains the later ones.
+    later_failure: bool,
+    /// Its value when last computed while streaming (for eviction).
+    rank: f32,
 }
 
 impl Window {
@@ -77,8 +95,32 @@ impl Window {
                 hash: h.hash,
                 core,
                 dups: 0,
+                hidden: h.info.header,
+                wrapper: h.info.wrapper,
             });
         }
+    }
+
+    /// Whether `h` continues the block without signal of its own
+    /// (`Some(true)`: deeper-indented, quoted the same way, a report item),
+    /// or `None` if the block ended before it. Blank-line gaps of
+    /// `paragraph_gap` lines or more separate paragraphs.
+    fn continues(&self, h: &Held, core: bool, paragraph_gap: u32) -> Option<bool> {
+        let deeper = h.info.indent >= self.indent.saturating_add(2);
+        let paragraph = h.gap >= paragraph_gap;
+        let in_report = self.report && !h.info.wrapper && (deeper || h.info.item || h.gap == 0);
+        if self.report && !in_report && h.gap > 0 {
+            // A report ends at the first paragraph that is not its list.
+            return None;
+        }
+        let quoted = self.quote != 0 && h.info.quote == self.quote;
+        if !core && !quoted && paragraph && !deeper && h.info.indent == 0 {
+            // A new top-level paragraph without signal ends the block.
+            return None;
+        }
+        // Deeper-indented lines continue a block, but only for a while;
+        // wrapper lines keep it open but are trimmed if nothing follows.
+        Some((deeper && h.info.score >= 0.0 && !h.info.wrapper) || in_report || quoted)
     }
 
     /// Score used to rank windows once the whole log is seen.
@@ -89,12 +131,16 @@ impl Window {
             Some((Footer::Failed, d)) if d <= near => 2.2,
             Some((Footer::Failed, d)) if d <= 4 * near => 1.6,
             Some((Footer::Failed, _)) => 1.3,
+            Some((Footer::Succeeded, _)) if failed_before => 0.1,
             Some((Footer::Succeeded, d)) if d <= near => 0.3,
             Some((Footer::Succeeded, _)) => 0.6,
             // After the last failed step: cleanup, artifact uploads, ...
             _ if failed_before => 0.4,
             _ => 1.0,
         };
+        if self.later_failure {
+            v *= LATER_FAILURE;
+        }
         // Lines repeated elsewhere in the log are rarely the explanation.
         let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
         let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
@@ -114,6 +160,9 @@ pub(super) struct State<'o> {
     total_bytes: u64,
     nonblank: u64,
     blank_run: u32,
+    /// Moving share of non-blank lines preceded by a blank one: near 1 in
+    /// double-spaced logs, where one blank line is no paragraph break.
+    spaced: f32,
     ring: VecDeque<Held>,
     open: Option<Window>,
     pool: Vec<Window>,
@@ -133,6 +182,7 @@ impl<'o> State<'o> {
             total_bytes: 0,
             nonblank: 0,
             blank_run: 0,
+            spaced: 0.0,
             ring: VecDeque::with_capacity(RING),
             open: None,
             pool: Vec::new(),
@@ -154,8 +204,15 @@ impl<'o> State<'o> {
             return;
         }
         self.nonblank += 1;
-        if self.open.is_some() {
-            info.frame = is_frame(&clean);
+        if let Some(w) = &self.open {
+            info.item = w.report && is_item(&clean);
+            // Frames of quoted output (`=     #0 0x.. in f`) count too.
+            let body = if info.quote != 0 {
+                clean.trim_start_matches(char::from(info.quote))
+            } else {
+                &clean
+            };
+            info.frame = is_frame(body);
         }
         let hash = line_hash(&clean);
         self.sketch.add(hash);
@@ -174,6 +231,7 @@ impl<'o> State<'o> {
             hash,
             gap: self.blank_run,
         };
+        self.spaced += 0.05 * (f32::from(u8::from(self.blank_run > 0)) - self.spaced);
         self.blank_run = 0;
         if info.footer != Footer::None {
             self.on_footer(info.footer);
@@ -195,37 +253,48 @@ impl<'o> State<'o> {
     fn grow(&mut self, h: &Held) {
         let (cap, nb) = (self.opts.max_lines, self.nonblank);
         let core = (h.info.score >= 1.0 && !h.info.wrapper) || h.info.frame;
+        let paragraph_gap = if self.spaced > 0.6 { 2 } else { 1 };
         if let Some(w) = self.open.as_mut() {
-            // Deeper-indented lines continue a block, but only for a while;
-            // wrapper lines keep it open but are trimmed if nothing follows.
-            let cont = h.info.indent >= w.indent.saturating_add(2) && h.info.score >= 0.0;
-            if h.info.score >= ANCHOR {
-                w.indent = w.indent.min(h.info.indent);
+            if let Some(cont) = w.continues(h, core, paragraph_gap) {
+                if h.info.score >= ANCHOR {
+                    w.indent = w.indent.min(h.info.indent);
+                }
+                w.add(h, core || cont, nb, cap);
+                w.quiet = match () {
+                    _ if core => 0.0,
+                    _ if cont => w.quiet + 0.25,
+                    _ if h.info.wrapper => w.quiet + 0.5,
+                    _ => w.quiet + 1.0,
+                };
+                if w.quiet > self.opts.context_after as f32 {
+                    self.close();
+                }
+                return;
             }
-            w.add(h, core || cont, nb, cap);
-            w.quiet = match () {
-                _ if core => 0.0,
-                _ if cont => w.quiet + 0.25,
-                _ if h.info.wrapper => w.quiet + 0.5,
-                _ => w.quiet + 1.0,
-            };
-            if w.quiet > self.opts.context_after as f32 {
-                self.close();
-            }
-            return;
+            // The block ended before this line, which may start the next.
+            self.close();
         }
         if h.info.score < ANCHOR {
             return;
         }
         let mut w = Window {
             indent: h.info.indent,
+            report: h.info.header,
+            quote: h.info.quote,
             ..Window::default()
         };
         // Leading context: contiguous non-noise lines not used already.
         let mut lead: Vec<&Held> = Vec::new();
         let mut gap = h.gap;
-        for prev in self.ring.iter().rev().take(self.opts.context_before.min(8)) {
+        // A report header starts its own section: nothing leads into it.
+        let lead_room = if h.info.header {
+            0
+        } else {
+            self.opts.context_before.min(8)
+        };
+        for prev in self.ring.iter().rev().take(lead_room) {
             if gap > 1
+                || prev.info.wrapper
                 || prev.no <= self.last_window_no
                 || prev.info.boundary
                 || prev.info.score < 0.0
@@ -247,7 +316,22 @@ impl<'o> State<'o> {
     }
 
     fn close(&mut self) {
+        self.close_before(Footer::None);
+    }
+
+    /// Closes the open window; right before a failed step's footer, the
+    /// weak signal lines it was waiting on are the step's last words and
+    /// stay.
+    fn close_before(&mut self, footer: Footer) {
         if let Some(mut w) = self.open.take() {
+            if footer == Footer::Failed {
+                for s in w.lines.iter_mut().rev() {
+                    if s.core || s.wrapper || s.line.score <= 0.0 {
+                        break;
+                    }
+                    s.core = true;
+                }
+            }
             // Drop trailing lines that only waited for more signal.
             while w.lines.last().is_some_and(|s| !s.core) {
                 w.lines.pop();
@@ -258,14 +342,19 @@ impl<'o> State<'o> {
     }
 
     fn on_footer(&mut self, footer: Footer) {
-        self.close();
+        self.close_before(footer);
         let nb = self.nonblank;
+        let later = self.failed_footer;
+        let (total, near) = (self.total_lines, self.opts.footer_distance);
+        let failed = later || footer == Footer::Failed;
         for w in self.pool.iter_mut().filter(|w| w.footer.is_none()) {
             w.footer = Some((footer, nb - w.end_nb));
+            w.later_failure = later;
+            w.rank = w.value(&self.sketch, total, near, failed);
         }
         if footer == Footer::Failed {
-            self.failed_footer = true;
             self.keep_tail(Some((footer, 0)));
+            self.failed_footer = true;
         }
         self.step_start_no = self.total_lines;
     }
@@ -278,15 +367,20 @@ impl<'o> State<'o> {
         let mut lines: Vec<&Held> = self
             .ring
             .iter()
-            .filter(|h| h.no > start && !h.info.boundary)
+            .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0)
             .collect();
         while lines.last().is_some_and(|h| h.info.wrapper) {
             lines.pop();
         }
-        let skip = lines.len().saturating_sub(TAIL);
+        // The step's last paragraph, at most TAIL lines.
+        let mut skip = lines.len().saturating_sub(TAIL);
+        if let Some(k) = lines[skip..].iter().rposition(|h| h.gap > 0) {
+            skip += k;
+        }
         let mut w = Window {
             tail: true,
             footer,
+            later_failure: self.failed_footer,
             ..Window::default()
         };
         for h in &lines[skip..] {
@@ -298,23 +392,21 @@ impl<'o> State<'o> {
     }
 
     /// Adds a window to the bounded pool, evicting the weakest older one.
-    fn keep(&mut self, w: Window) {
+    fn keep(&mut self, mut w: Window) {
         if w.lines.is_empty() {
             return;
         }
+        let (total, near) = (self.total_lines, self.opts.footer_distance);
+        w.rank = w.value(&self.sketch, total, near, self.failed_footer);
         self.pool.push(w);
         if self.pool.len() <= self.opts.max_windows.max(4) {
             return;
         }
-        // Recent windows may still get a footer: evict among older ones.
+        // Recent windows may still get a footer: evict among older ones,
+        // by their value when last computed.
         let older = self.pool.len() - 3;
-        let weakest = (1..older).min_by(|&a, &b| {
-            let (a, b) = (&self.pool[a], &self.pool[b]);
-            a.max_score
-                .total_cmp(&b.max_score)
-                .then(a.sum_score.total_cmp(&b.sum_score))
-        });
-        self.pool.remove(weakest.unwrap_or(1));
+        let weakest = (0..older).min_by(|&a, &b| self.pool[a].rank.total_cmp(&self.pool[b].rank));
+        self.pool.remove(weakest.unwrap_or(0));
     }
 
     pub(super) fn finish(mut self) -> Excerpt {
@@ -348,9 +440,10 @@ impl<'o> State<'o> {
                 .lines
                 .into_iter()
                 .filter(|s| {
-                    !lines
-                        .iter()
-                        .any(|l| l.line_no == s.line.line_no || l.text == s.line.text)
+                    !s.hidden
+                        && !lines
+                            .iter()
+                            .any(|l| l.line_no == s.line.line_no || l.text == s.line.text)
                 })
                 .take(room)
                 .map(|s| s.line)

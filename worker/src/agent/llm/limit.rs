@@ -91,10 +91,10 @@ impl SharedLimit {
     }
 
     pub async fn release(&self, permit: Permit) {
-        if let Some((slot, holder)) = permit.slot {
-            if let Err(e) = ratelimit::release_slot(&self.pool, slot, &holder).await {
-                tracing::warn!(error = %e, "could not release an LLM slot; it expires by itself");
-            }
+        if let Some((slot, holder)) = permit.slot
+            && let Err(e) = ratelimit::release_slot(&self.pool, slot, &holder).await
+        {
+            tracing::warn!(error = %e, "could not release an LLM slot; it expires by itself");
         }
     }
 }
