@@ -118,27 +118,16 @@ async fn bench(
             ..NewEvent::default()
         };
         let t = Instant::now();
-        let run = events::ingest(&pool, &event, sample_log(i).as_bytes(), limits)
-            .await?
-            .run_id;
+        events::ingest(&pool, &event, sample_log(i).as_bytes(), limits).await?;
         wait_all_finished(&pool).await?;
         totals.push(t.elapsed().as_secs_f64() * 1000.0);
-        let _ = run;
     }
-    let single_gaps: Vec<f64> = sqlx::query_scalar(
-        "SELECT extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY run_id ORDER BY iteration))::float8 * 1000
-         FROM run_steps",
-    )
-    .fetch_all(&pool)
-    .await?
-    .into_iter()
-    .flatten_opt();
+    let single_gaps = checkpoint_intervals(&pool).await?;
     println!("\nunloaded: {singles} runs one after another ({workers} workers idle otherwise)");
-    report("  whole analysis, enqueue to final commit", &totals, 1.0);
+    report("  whole analysis, enqueue to final commit", &totals);
     report(
         "  interval between consecutive checkpoints (queue hop + claim + step + commit)",
         &single_gaps,
-        1.0,
     );
     sqlx::query("TRUNCATE run_steps, run_attempts, tool_invocations, review_items, analysis_runs, event_log_chunks, failure_events CASCADE")
         .execute(&pool)
@@ -186,20 +175,11 @@ async fn bench(
     report(
         "  engine time per step outside the tool (claim, journal, decide, verify)",
         &engine,
-        1.0,
     );
-    let gaps: Vec<f64> = sqlx::query_scalar(
-        "SELECT extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY run_id ORDER BY iteration))::float8 * 1000
-         FROM run_steps",
-    )
-    .fetch_all(&pool)
-    .await?
-    .into_iter()
-    .flatten_opt();
+    let gaps = checkpoint_intervals(&pool).await?;
     report(
         "  interval between consecutive checkpoints of a run (includes queueing behind the burst)",
         &gaps,
-        1.0,
     );
 
     // 3. The checkpoint transaction alone.
@@ -227,13 +207,15 @@ async fn wait_all_finished(pool: &PgPool) -> anyhow::Result<()> {
     }
 }
 
-trait FlattenOpt {
-    fn flatten_opt(self) -> Vec<f64>;
-}
-impl<I: Iterator<Item = Option<f64>>> FlattenOpt for I {
-    fn flatten_opt(self) -> Vec<f64> {
-        self.flatten().collect()
-    }
+/// Milliseconds between consecutive checkpoints of each run.
+async fn checkpoint_intervals(pool: &PgPool) -> anyhow::Result<Vec<f64>> {
+    let gaps: Vec<Option<f64>> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM created_at - lag(created_at) OVER (PARTITION BY run_id ORDER BY iteration))::float8 * 1000
+         FROM run_steps",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(gaps.into_iter().flatten().collect())
 }
 
 /// Claims and commits iterations directly, `committers` at a time.
@@ -304,14 +286,14 @@ async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> any
         all.len(),
         all.len() as f64 / secs
     );
-    report("  commit latency", &all, 1.0);
+    report("  commit latency", &all);
     Ok(())
 }
 
-fn report(label: &str, ms: &[f64], scale: f64) {
+fn report(label: &str, ms: &[f64]) {
     let mut h = Histogram::<u64>::new(3).unwrap();
     for v in ms {
-        let _ = h.record(((v * scale) * 1000.0).max(1.0) as u64);
+        let _ = h.record((v * 1000.0).max(1.0) as u64);
     }
     let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
     println!(
