@@ -42,8 +42,3 @@ pub async fn push_step(
     apalis_postgres::queries::push_tasks(conn, STEP_QUEUE, vec![step_task(step, priority, run_at)])
         .await
 }
-
-/// Decodes a task payload back into a [`StepTask`].
-pub fn decode_step(bytes: &[u8]) -> Result<StepTask, serde_json::Error> {
-    serde_json::from_slice(bytes)
-}

@@ -69,17 +69,6 @@ pub async fn search(pool: &PgPool, query: &str, limit: i64) -> sqlx::Result<Vec<
     .await
 }
 
-/// Reads entries by slug (so the reasoner can cite exact fixes).
-pub async fn by_slugs(pool: &PgPool, slugs: &[String]) -> sqlx::Result<Vec<KbMatch>> {
-    sqlx::query_as(
-        "SELECT slug, title, category, root_cause, fix, 1.0::real AS rank
-         FROM knowledge_base WHERE slug = ANY($1) ORDER BY slug",
-    )
-    .bind(slugs)
-    .fetch_all(pool)
-    .await
-}
-
 /// Number of entries.
 pub async fn count(pool: &PgPool) -> sqlx::Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM knowledge_base")

@@ -2,7 +2,7 @@
 //! waiting for the ops team.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 /// Opens a review item for a run (at most one per run), in the caller's transaction.
@@ -44,17 +44,19 @@ pub struct ReviewRow {
     pub created_at: DateTime<Utc>,
 }
 
+/// A review item joined with its run and event (what [`ReviewRow`] reads).
+const REVIEW_SELECT: &str = "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, i.status,
+        r.status AS run_status, e.job_name, e.build_number, e.log_name,
+        r.result ->> 'root_cause' AS root_cause, i.created_at
+    FROM review_items i
+    JOIN analysis_runs r ON r.id = i.run_id
+    JOIN failure_events e ON e.id = r.event_id";
+
 /// Lists open and claimed items, oldest first.
 pub async fn list_open(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
-    sqlx::query_as(
-        "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, i.status, r.status AS run_status,
-                e.job_name, e.build_number, e.log_name, r.result ->> 'root_cause' AS root_cause, i.created_at
-         FROM review_items i
-         JOIN analysis_runs r ON r.id = i.run_id
-         JOIN failure_events e ON e.id = r.event_id
-         WHERE i.status IN ('open', 'claimed')
-         ORDER BY i.created_at LIMIT $1",
-    )
+    sqlx::query_as(AssertSqlSafe(format!(
+        "{REVIEW_SELECT} WHERE i.status IN ('open', 'claimed') ORDER BY i.created_at LIMIT $1"
+    )))
     .bind(limit)
     .fetch_all(pool)
     .await
@@ -62,14 +64,9 @@ pub async fn list_open(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ReviewRow>
 
 /// The review item of one run, if any.
 pub async fn for_run(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<ReviewRow>> {
-    sqlx::query_as(
-        "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, i.status, r.status AS run_status,
-                e.job_name, e.build_number, e.log_name, r.result ->> 'root_cause' AS root_cause, i.created_at
-         FROM review_items i
-         JOIN analysis_runs r ON r.id = i.run_id
-         JOIN failure_events e ON e.id = r.event_id
-         WHERE i.run_id = $1",
-    )
+    sqlx::query_as(AssertSqlSafe(format!(
+        "{REVIEW_SELECT} WHERE i.run_id = $1"
+    )))
     .bind(run_id)
     .fetch_optional(pool)
     .await
