@@ -1,19 +1,28 @@
 # Faultline — every target does its own set-up (services, database, build).
 #   make run     install/start Postgres + Redis if needed, build, migrate, analyse the bundled samples
 #   make test    same set-up, then every test (unit + black-box against real Postgres)
-#   make bench   engine overhead: checkpointed steps/s and step-commit latency
+#   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk
+#   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
 #   make eval    excerpt F1 on ../shared/data/logchunks-dev (when that folder is present)
-#   make lint    rustfmt + clippy, warnings are errors
+#   make lint    rustfmt + clippy (warnings are errors) + every YAML file under deploy/ parses and agrees with the code
+#   make image   the container image faultline:local (needs Docker; not part of CI)
 
 SHELL := /bin/bash
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
 export REDIS_URL ?= redis://127.0.0.1:6379
+# apalis-postgres checks its SQL at compile time: against DATABASE_URL when
+# that is set, which on a fresh machine is an empty database. Its crate ships
+# the checked queries (.sqlx), so build offline and never depend on the
+# state of the database being built against.
+export SQLX_OFFLINE ?= true
 # Black-box tests create one database per test on this server.
 export FAULTLINE_TEST_ADMIN_URL ?= $(shell echo "$(DATABASE_URL)" | sed -E 's#/[^/?]+(\?.*)?$$#/postgres\1#')
 CARGO ?= cargo
 SHARED ?= ../shared
 
-.PHONY: setup build build-release migrate run test bench eval lint clean-test-dbs
+IMAGE ?= faultline:local
+
+.PHONY: setup build build-release migrate run test bench chaos eval lint image clean-test-dbs
 
 setup:
 	@bash scripts/setup-services.sh
@@ -35,6 +44,13 @@ test: setup build
 
 bench: setup build-release migrate
 	./target/release/faultline-bench
+	@bash scripts/bench-ingest.sh ./target/release
+
+# Restarts the local Postgres cluster once per broker and FLUSHALLs Redis:
+# run it on a development machine or in CI, not next to other work.
+chaos: setup build-release
+	QUEUE_BACKEND=postgres ./target/release/faultline-chaos
+	QUEUE_BACKEND=redis ./target/release/faultline-chaos
 
 eval: build-release
 	@if [ -d "$(SHARED)/data/logchunks-dev" ]; then \
@@ -44,6 +60,10 @@ eval: build-release
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+	$(CARGO) test --locked -p faultline-tests --test deploy
+
+image:
+	docker build -f deploy/Dockerfile -t $(IMAGE) .
 
 clean-test-dbs:
 	@psql "$(FAULTLINE_TEST_ADMIN_URL)" -tAc "select datname from pg_database where datname like 'faultline_t_%'" \

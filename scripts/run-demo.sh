@@ -9,7 +9,8 @@ cleanup() { for pid in "${workers[@]}"; do kill -TERM "$pid" 2>/dev/null || true
 trap cleanup EXIT
 mkdir -p target/demo
 for i in 1 2; do
-  FAULTLINE_WORKER_ID="demo-worker-$i" RUST_LOG=${RUST_LOG:-warn} "$BIN/faultline-worker" 2>"target/demo/worker-$i.log" &
+  # /metrics, /healthz, /readyz on a free port each (logged as "health and metrics on ...").
+  WORKER_HTTP_ADDR=${WORKER_HTTP_ADDR:-127.0.0.1:0} FAULTLINE_WORKER_ID="demo-worker-$i" RUST_LOG=${RUST_LOG:-warn} "$BIN/faultline-worker" 2>"target/demo/worker-$i.log" &
   workers+=($!)
 done
 echo "== started ${#workers[@]} workers (logs in target/demo/)"

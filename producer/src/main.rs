@@ -3,6 +3,8 @@
 //! locally, and serve webhooks and the REST API (`faultline serve`).
 
 mod ingest;
+mod reprocess;
+mod review;
 mod server;
 mod show;
 mod token;
@@ -11,7 +13,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use faultline_shared::{Settings, db, kb, logs};
+use faultline_shared::{Settings, db, kb, logs, telemetry};
 use uuid::Uuid;
 
 #[derive(Parser)]
@@ -74,23 +76,14 @@ enum Command {
     /// The human-review queue.
     Review {
         #[command(subcommand)]
-        command: ReviewCommand,
+        command: review::ReviewCommand,
     },
+    /// Re-analyse past failures of a time window at bulk priority (idempotent, resumable).
+    Reprocess(reprocess::ReprocessArgs),
     /// The knowledge base of failure patterns.
     Kb {
         #[command(subcommand)]
         command: KbCommand,
-    },
-}
-
-#[derive(Subcommand)]
-enum ReviewCommand {
-    /// List open review items, oldest first.
-    List {
-        #[arg(long)]
-        json: bool,
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
     },
 }
 
@@ -108,13 +101,18 @@ async fn main() -> ExitCode {
         Command::Serve { .. } => "info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_filter.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Held until main returns: dropping it flushes the last spans.
+    let _telemetry = match telemetry::init(&telemetry::Service {
+        name: "faultline-producer",
+        instance: format!("{}-{}", hostname(), std::process::id()),
+        default_filter,
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: invalid telemetry configuration: {e}");
+            return ExitCode::from(1);
+        }
+    };
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
@@ -134,6 +132,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return excerpt(file, *json, *max_lines);
     }
     let settings = Settings::from_env().context("invalid configuration")?;
+    faultline_shared::queue::install(&settings)
+        .await
+        .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
     if let Command::Serve { bind } = &cli.command {
         server::serve(&settings, *bind).await?;
         return Ok(ExitCode::SUCCESS);
@@ -172,9 +173,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Status { run, json } => show::status(&pool, run, json).await?,
         Command::Trace { run, json } => show::trace(&pool, run, json).await?,
-        Command::Review {
-            command: ReviewCommand::List { json, limit },
-        } => show::review_list(&pool, json, limit).await?,
+        Command::Review { command } => review::run(&pool, &settings, command).await?,
         Command::Kb {
             command: KbCommand::Load { file },
         } => {
@@ -188,9 +187,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("loaded {n} entries from {}", file.display());
         }
         Command::Token { command } => token::run(&pool, command).await?,
+        Command::Reprocess(args) => reprocess::run(&pool, &settings, args).await?,
         Command::Excerpt { .. } | Command::Serve { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// This host's name (the container's, under Docker or Kubernetes).
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "producer".into())
 }
 
 /// Runs the excerpt tool on a local file: plain lines, or JSON with `--json`.

@@ -117,6 +117,16 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
         if let Some(reason) = step.llm.as_ref().and_then(|l| l["llm_fallback"].as_str()) {
             println!("   llm_fallback: {reason}");
         }
+        if let Some(judge) = step.llm.as_ref().and_then(|l| l.get("judge")) {
+            match judge["judge_error"].as_str() {
+                Some(error) => println!("   judge_error: {error}"),
+                None => println!(
+                    "   judge:       score {:.2} — {}",
+                    judge["score"].as_f64().unwrap_or(0.0),
+                    judge["reason"].as_str().unwrap_or("")
+                ),
+            }
+        }
         println!("   thought:     {}", step.thought);
         println!(
             "   observation: {}",
@@ -193,8 +203,43 @@ fn summarize(action: &str, obs: &Value) -> String {
             }
         }
         "similar_failures" => {
-            let m = obs["matches"].as_array().map_or(0, Vec::len);
-            format!("{m} earlier run(s) with the same fingerprint")
+            let m: Vec<String> = obs["matches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    format!(
+                        "{} {} ({}, {:.2}{})",
+                        m["category"].as_str().unwrap_or("?"),
+                        m["run_id"].as_str().unwrap_or(""),
+                        m["tier"]
+                            .as_str()
+                            .unwrap_or(m["source"].as_str().unwrap_or("?")),
+                        m["score"].as_f64().unwrap_or(1.0),
+                        if m["human_confirmed"] == true {
+                            ", confirmed"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect();
+            if m.is_empty() {
+                "no similar past failure".into()
+            } else {
+                m.join(", ")
+            }
+        }
+        "failure_history" => {
+            let h = &obs["history"];
+            format!(
+                "{} failure(s), {} pass(es), {} consecutive failure(s){}; last passing commit {}",
+                h["failures"],
+                h["passes"],
+                h["consecutive_failures"],
+                if h["flaky"] == true { ", flaky" } else { "" },
+                h["last_passing_commit"].as_str().unwrap_or("-")
+            )
         }
         "final_answer" => format!(
             "verdict {} at confidence {:.2}: {} — {}",
@@ -205,35 +250,4 @@ fn summarize(action: &str, obs: &Value) -> String {
         ),
         _ => obs.to_string(),
     }
-}
-
-/// Lists the open review queue.
-pub async fn review_list(pool: &PgPool, as_json: bool, limit: i64) -> anyhow::Result<()> {
-    let items = review::list_open(pool, limit).await?;
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&items)?);
-        return Ok(());
-    }
-    if items.is_empty() {
-        println!("review queue is empty");
-        return Ok(());
-    }
-    println!("{} item(s) awaiting review:", items.len());
-    for i in &items {
-        println!(
-            "  {}  run {}  {:<16} {:>5}  {}  [{}]",
-            i.id,
-            i.run_id,
-            i.category.as_deref().unwrap_or("-"),
-            i.confidence
-                .map(|c| format!("{c:.2}"))
-                .unwrap_or_else(|| "-".into()),
-            i.log_name
-                .as_deref()
-                .or(i.job_name.as_deref())
-                .unwrap_or("-"),
-            i.reason
-        );
-    }
-    Ok(())
 }

@@ -27,6 +27,17 @@ impl fmt::Debug for Secret {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub database_url: Secret,
+    /// `QUEUE_BACKEND`: where step tasks travel (Postgres is always the truth).
+    pub queue_backend: QueueBackend,
+    /// `REDIS_URL`: the broker when `queue_backend` is `redis`.
+    pub redis_url: Secret,
+    /// `FAULTLINE_REDIS_NAMESPACE`: prefix of the Redis queue keys, so
+    /// several deployments (or tests) can share one Redis.
+    pub redis_namespace: String,
+    /// Redis broker only: a run queued this long whose step task is not
+    /// waiting in Redis is pushed again (covers the commit/push gap and a
+    /// wiped Redis, I6).
+    pub requeue_after: Duration,
     /// Hard bound on ReAct iterations per run (I7).
     pub max_iterations: i32,
     /// Attempts per iteration before the run is dead-lettered (I5).
@@ -45,12 +56,18 @@ pub struct Settings {
     pub queue_heartbeat: Duration,
     /// Concurrent steps per worker process.
     pub worker_concurrency: usize,
+    /// `FAULTLINE_BULK_CONCURRENCY` (Redis broker): slots of the bulk queue
+    /// per worker, on top of the live ones; unset: a quarter of them, at least 1.
+    pub bulk_concurrency: Option<usize>,
     /// Timeout of one tool call.
     pub tool_timeout: Duration,
     /// How long SIGTERM waits for in-flight steps before releasing them.
     pub shutdown_grace: Duration,
     /// Confidence routing thresholds (DESIGN.md).
     pub thresholds: Thresholds,
+    /// `REVIEW_CLAIM_TTL`: how long a reviewer's claim holds before the item
+    /// returns to the queue (checked in the queries, no background job).
+    pub review_claim_ttl: Duration,
     /// Test and chaos knobs, off by default.
     pub chaos: Chaos,
 }
@@ -74,6 +91,38 @@ impl Default for Thresholds {
         }
     }
 }
+
+/// Which broker carries step tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueBackend {
+    /// apalis-postgres: the next step is pushed inside the checkpoint transaction.
+    #[default]
+    Postgres,
+    /// apalis-redis: pushed right after the checkpoint commits; the reconciler covers the gap.
+    Redis,
+}
+
+impl QueueBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueBackend::Postgres => "postgres",
+            QueueBackend::Redis => "redis",
+        }
+    }
+}
+
+impl std::str::FromStr for QueueBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "postgres" | "pg" => Ok(QueueBackend::Postgres),
+            "redis" => Ok(QueueBackend::Redis),
+            _ => Err("expected postgres or redis".into()),
+        }
+    }
+}
+
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// Fault injection for crash and retry tests; every knob is off unless set.
 #[derive(Debug, Clone, Default)]
@@ -113,6 +162,14 @@ impl Settings {
             database_url: Secret::new(
                 lookup("DATABASE_URL").unwrap_or_else(|| DEFAULT_DATABASE_URL.to_string()),
             ),
+            queue_backend: env.parse("QUEUE_BACKEND", QueueBackend::Postgres)?,
+            redis_url: Secret::new(
+                lookup("REDIS_URL")
+                    .filter(|u| !u.trim().is_empty())
+                    .unwrap_or_else(|| DEFAULT_REDIS_URL.to_string()),
+            ),
+            redis_namespace: env.parse("FAULTLINE_REDIS_NAMESPACE", "faultline".to_string())?,
+            requeue_after: env.millis("FAULTLINE_REQUEUE_AFTER_MS", 10_000)?,
             max_iterations: env.parse("FAULTLINE_MAX_ITERATIONS", 5)?,
             max_attempts: env.parse("FAULTLINE_MAX_ATTEMPTS", 5)?,
             retry_base: env.millis("FAULTLINE_RETRY_BASE_MS", 2_000)?,
@@ -122,9 +179,11 @@ impl Settings {
             poll_interval: env.millis("FAULTLINE_POLL_INTERVAL_MS", 1_000)?,
             queue_heartbeat: Duration::from_secs(env.parse("FAULTLINE_QUEUE_HEARTBEAT_SECS", 3)?),
             worker_concurrency: env.parse("FAULTLINE_WORKER_CONCURRENCY", 8)?,
+            bulk_concurrency: Some(env.parse("FAULTLINE_BULK_CONCURRENCY", 0)?).filter(|&n| n > 0),
             tool_timeout: env.millis("FAULTLINE_TOOL_TIMEOUT_MS", 30_000)?,
             shutdown_grace: env.millis("FAULTLINE_SHUTDOWN_GRACE_MS", 20_000)?,
             thresholds,
+            review_claim_ttl: env.duration("REVIEW_CLAIM_TTL", Duration::from_secs(30 * 60))?,
             chaos: Chaos {
                 step_delay: env.optional_millis("FAULTLINE_CHAOS_STEP_DELAY_MS")?,
                 tool_delay: env.optional_millis("FAULTLINE_CHAOS_TOOL_DELAY_MS")?,
@@ -132,6 +191,13 @@ impl Settings {
         };
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// Slots of the Redis bulk queue per worker process.
+    pub fn bulk_concurrency(&self) -> usize {
+        self.bulk_concurrency
+            .unwrap_or(self.worker_concurrency / 4)
+            .max(1)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -185,6 +251,35 @@ impl Settings {
     }
 }
 
+/// A positive duration: a number with a unit `ms`, `s`, `m`, `h` or `d`
+/// (`90s`, `30m`, `2h`, `7d`); a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (like 90s, 30m, 2h, 7d)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86_400.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?} (use ms, s, m, h or d)"
+            ));
+        }
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("{text:?} must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 struct Env<'a, F: Fn(&str) -> Option<String>>(&'a F);
 
 impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
@@ -205,6 +300,17 @@ impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
         self.parse(name, default).map(Duration::from_millis)
+    }
+
+    fn duration(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+        match (self.0)(name) {
+            Some(v) if !v.trim().is_empty() => parse_duration(&v).map_err(|reason| ConfigError {
+                name,
+                value: v.clone(),
+                reason,
+            }),
+            _ => Ok(default),
+        }
     }
 
     fn optional_millis(&self, name: &'static str) -> Result<Option<Duration>, ConfigError> {
@@ -245,6 +351,35 @@ mod tests {
     fn secrets_do_not_print() {
         let s = settings(&[("DATABASE_URL", "postgres://u:hunter2@h/db")]).unwrap();
         assert!(!format!("{s:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn queue_backend_is_checked() {
+        assert_eq!(settings(&[]).unwrap().queue_backend, QueueBackend::Postgres);
+        let s = settings(&[("QUEUE_BACKEND", "Redis")]).unwrap();
+        assert_eq!(s.queue_backend, QueueBackend::Redis);
+        let err = settings(&[("QUEUE_BACKEND", "kafka")]).unwrap_err();
+        assert_eq!(err.name, "QUEUE_BACKEND");
+    }
+
+    #[test]
+    fn durations_take_units_and_name_bad_ones() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert!(parse_duration("0s").is_err());
+        assert!(
+            parse_duration("5 weeks")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        let err = settings(&[("REVIEW_CLAIM_TTL", "soon")]).unwrap_err();
+        assert_eq!(err.name, "REVIEW_CLAIM_TTL");
+        assert_eq!(
+            settings(&[]).unwrap().review_claim_ttl,
+            Duration::from_secs(1800)
+        );
     }
 
     #[test]

@@ -10,13 +10,17 @@
 //! - [`logs`]: streamed log excerpts, line cleaning and fingerprints.
 //! - [`kb`]: the built-in knowledge base and the signature classifier.
 //! - [`db`]: connecting and migrating.
+//! - [`telemetry`]: logs (text or JSON), OTLP traces, trace context of a run.
+//! - [`metrics`]: Prometheus metrics, with queue and review gauges read at scrape time.
 
 pub mod config;
 pub mod db;
 pub mod kb;
 pub mod logs;
+pub mod metrics;
 pub mod queue;
 pub mod storage;
+pub mod telemetry;
 pub mod types;
 
 pub use config::Settings;

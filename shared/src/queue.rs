@@ -1,23 +1,133 @@
-//! The step queue (apalis-postgres). A step task is pushed inside the same
-//! transaction that commits the previous checkpoint, so "step done" and
-//! "next step enqueued" are one atomic fact.
+//! The step queue. Two brokers carry step tasks; Postgres stays the truth
+//! for runs and the journal with either one (DESIGN.md, I6):
+//!
+//! - **postgres** (default, apalis-postgres): the next step task is pushed
+//!   inside the transaction that commits the previous checkpoint, so "step
+//!   done" and "next step enqueued" are one atomic fact.
+//! - **redis** (apalis-redis, [`redis`]): the push happens right after the
+//!   commit ([`AfterCommit::flush`]). The gap is not atomic; the reconciler
+//!   ([`redis::RedisBroker::ensure_queued`]) pushes again any run whose next
+//!   step is neither waiting in Redis nor running, and duplicates are
+//!   harmless: the claim only accepts the task of the run's next
+//!   (iteration, attempt), and every write is fenced by the lease epoch.
+//!
+//! A process has exactly one broker, chosen at start with [`install`]; the
+//! storage functions reach it through [`broker`] so the many callers of
+//! `ingest`/`commit_step` do not each thread it through.
+
+pub mod redis;
+
+use std::sync::OnceLock;
 
 use apalis_core::task::builder::TaskBuilder;
 use apalis_postgres::PgTask;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::types::StepTask;
+use crate::{
+    config::{QueueBackend, Settings},
+    types::StepTask,
+};
 
-/// The apalis queue (job_type) every step task goes to.
+/// The apalis queue (job_type) every step task goes to (Postgres broker).
 pub const STEP_QUEUE: &str = "faultline-steps";
 
 /// Priority of live analyses; nightly reprocessing uses [`PRIORITY_BULK`].
 pub const PRIORITY_LIVE: i32 = 10;
-/// Priority of bulk reprocessing: fetched only when no live step is ready.
+/// Priority of bulk reprocessing: fetched only when no live step is ready
+/// (Postgres), or carried on its own queue (Redis).
 pub const PRIORITY_BULK: i32 = 1;
 
-/// Builds the queue task for `step`, to run no earlier than `run_at`.
+/// A step task could not be queued.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("postgres queue: {0}")]
+    Postgres(#[from] apalis_postgres::Error),
+    #[error("redis queue: {0}")]
+    Redis(#[from] apalis_redis::Error),
+    #[error("redis: {0}")]
+    RedisConnection(#[from] apalis_redis::RedisError),
+}
+
+/// The broker of this process.
+#[derive(Debug, Clone)]
+pub enum Broker {
+    Postgres,
+    Redis(redis::RedisBroker),
+}
+
+static BROKER: OnceLock<Broker> = OnceLock::new();
+
+/// Connects the broker named by `settings` and makes it this process's
+/// broker. Call once at start; later calls return the first broker.
+pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError> {
+    if let Some(b) = BROKER.get() {
+        return Ok(b);
+    }
+    let broker = match settings.queue_backend {
+        QueueBackend::Postgres => Broker::Postgres,
+        QueueBackend::Redis => Broker::Redis(
+            redis::RedisBroker::connect(settings.redis_url.expose(), &settings.redis_namespace)
+                .await?,
+        ),
+    };
+    Ok(BROKER.get_or_init(|| broker))
+}
+
+/// This process's broker (Postgres unless [`install`] chose Redis).
+pub fn broker() -> &'static Broker {
+    BROKER.get().unwrap_or(&Broker::Postgres)
+}
+
+/// A step task to push, with its priority and earliest start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub step: StepTask,
+    pub priority: i32,
+    pub run_at: Option<DateTime<Utc>>,
+}
+
+/// Step tasks decided inside a transaction that a broker outside Postgres
+/// receives only once that transaction committed (empty with Postgres).
+#[derive(Debug, Default)]
+#[must_use = "call flush() after the transaction commits"]
+pub struct AfterCommit {
+    steps: Vec<Pending>,
+    redeliver: bool,
+}
+
+impl AfterCommit {
+    /// For a step delivered before (released on shutdown): its idempotency
+    /// key is known, so it is pushed unless it still waits in the queue.
+    pub fn redelivery() -> Self {
+        Self {
+            steps: Vec::new(),
+            redeliver: true,
+        }
+    }
+
+    /// Pushes the collected step tasks. A failure is logged, not returned:
+    /// the checkpoint is committed, and the reconciler re-enqueues the run.
+    pub async fn flush(self) {
+        let Broker::Redis(redis) = broker() else {
+            return;
+        };
+        if self.steps.is_empty() {
+            return;
+        }
+        let pushed = if self.redeliver {
+            redis.ensure_queued(&self.steps).await.map(drop)
+        } else {
+            redis.push(&self.steps).await
+        };
+        if let Err(e) = pushed {
+            tracing::warn!(error = %e, tasks = self.steps.len(),
+                "pushing step tasks to Redis failed; the reconciler will re-enqueue them");
+        }
+    }
+}
+
+/// Builds the apalis task for `step`, to run no earlier than `run_at`.
 pub fn step_task(step: &StepTask, priority: i32, run_at: Option<DateTime<Utc>>) -> PgTask {
     let args = serde_json::to_vec(step).expect("a StepTask always serialises");
     let mut builder = TaskBuilder::new(args)
@@ -32,13 +142,43 @@ pub fn step_task(step: &StepTask, priority: i32, run_at: Option<DateTime<Utc>>) 
     builder.build()
 }
 
-/// Pushes the next step task inside the caller's transaction.
+/// Queues the next step task: inside the caller's transaction (Postgres), or
+/// into `after` for a push once it committed (Redis).
 pub async fn push_step(
     conn: &mut PgConnection,
+    after: &mut AfterCommit,
     step: &StepTask,
     priority: i32,
     run_at: Option<DateTime<Utc>>,
+) -> Result<(), QueueError> {
+    match broker() {
+        Broker::Postgres => {
+            apalis_postgres::queries::push_tasks(
+                conn,
+                STEP_QUEUE,
+                vec![step_task(step, priority, run_at)],
+            )
+            .await?
+        }
+        Broker::Redis(_) => after.steps.push(Pending {
+            step: *step,
+            priority,
+            run_at,
+        }),
+    }
+    Ok(())
+}
+
+/// Pushes many first-step tasks at once inside the caller's transaction
+/// (bulk reprocessing).
+pub async fn push_steps(
+    conn: &mut PgConnection,
+    steps: &[StepTask],
+    priority: i32,
 ) -> Result<(), apalis_postgres::Error> {
-    apalis_postgres::queries::push_tasks(conn, STEP_QUEUE, vec![step_task(step, priority, run_at)])
-        .await
+    if steps.is_empty() {
+        return Ok(());
+    }
+    let tasks = steps.iter().map(|s| step_task(s, priority, None)).collect();
+    apalis_postgres::queries::push_tasks(conn, STEP_QUEUE, tasks).await
 }

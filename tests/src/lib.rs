@@ -15,6 +15,8 @@ use std::{
 };
 
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
+
+pub mod fakes;
 use uuid::Uuid;
 
 /// The server tests create their databases on (`FAULTLINE_TEST_ADMIN_URL`,
@@ -153,6 +155,8 @@ pub const FAST_WORKER: &[(&str, &str)] = &[
     ("FAULTLINE_RETRY_BASE_MS", "200"),
     ("FAULTLINE_SHUTDOWN_GRACE_MS", "2000"),
     ("FAULTLINE_WORKER_CONCURRENCY", "2"),
+    // Many workers share this host: each takes a free port for its HTTP side.
+    ("WORKER_HTTP_ADDR", "127.0.0.1:0"),
 ];
 
 impl Drop for TestDb {
@@ -216,6 +220,64 @@ impl Worker {
 
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The base URL of the worker's HTTP port (`/healthz`, `/readyz`,
+    /// `/metrics`), read from the line it logs once listening.
+    pub async fn http_base(&self) -> String {
+        const MARK: &str = "health and metrics on ";
+        wait_until(Duration::from_secs(30), || {
+            let log = self.stderr();
+            let base = log.find(MARK).map(|i| {
+                log[i + MARK.len()..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != '"')
+                    .collect::<String>()
+            });
+            async move { base }
+        })
+        .await
+    }
+}
+
+/// A running `faultline serve` on a free port; killed when dropped.
+pub struct Serve {
+    pub child: tokio::process::Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+}
+
+impl TestDb {
+    /// Starts `faultline serve` on port 0 and reads the address it prints;
+    /// its stderr goes to `serve.log` in the test's folder.
+    pub async fn serve(&self, env: &[(&str, &str)]) -> Serve {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let stderr = fs::File::create(self.dir.join("serve.log")).unwrap();
+        let mut child = tokio::process::Command::new(bin("faultline"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", &self.url)
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start faultline serve");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("serve printed nothing within 30s")
+            .unwrap()
+            .unwrap_or_else(|| {
+                let log = fs::read_to_string(self.dir.join("serve.log")).unwrap_or_default();
+                panic!("serve exited before listening: {log}")
+            });
+        let base = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Serve { child, base }
     }
 }
 
@@ -286,4 +348,30 @@ pub fn oom_log() -> String {
         "> Task :test FAILED\nFAILURE: Build failed with an exception.\nBUILD FAILED in 2m 13s\n",
     );
     log
+}
+
+/// Deletes every Redis key of a broker namespace (`<ns>-*`): what FLUSHALL
+/// does to that deployment's queues, without touching anyone else's keys.
+/// Returns how many keys were deleted.
+pub async fn wipe_redis_namespace(redis_url: &str, namespace: &str) -> anyhow::Result<usize> {
+    let client = redis::Client::open(redis_url)?;
+    let mut conn = client.get_multiplexed_async_connection().await?;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{namespace}-*"))
+        .query_async(&mut conn)
+        .await?;
+    if !keys.is_empty() {
+        redis::cmd("DEL")
+            .arg(&keys)
+            .query_async::<()>(&mut conn)
+            .await?;
+    }
+    Ok(keys.len())
+}
+
+impl TestDb {
+    /// Creates an API token with `role` named `name` and returns it.
+    pub fn token(&self, role: &str, name: &str) -> String {
+        self.cli_ok(&["token", "create", "--role", role, "--name", name], &[])
+    }
 }

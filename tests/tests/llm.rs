@@ -206,6 +206,16 @@ async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
     // Tool schemas are offered, final_answer among them.
     let tools = requests[0].2["tools"].to_string();
     assert!(tools.contains("log_excerpt") && tools.contains("final_answer"));
+    // The routing table reaches the model as a hint in the system prompt.
+    let system = match wire {
+        Wire::OpenAi => requests[0].2["messages"][0]["content"].clone(),
+        Wire::Anthropic => requests[0].2["system"].clone(),
+    };
+    let system = system.as_str().unwrap();
+    assert!(
+        system.contains("ROUTING") && system.contains("TEST_FAILURE: failure_history"),
+        "{system}"
+    );
     let (category, tokens_in, tokens_out): (String, i64, i64) =
         sqlx::query_as("SELECT category, tokens_in, tokens_out FROM analysis_runs WHERE id = $1")
             .bind(run)

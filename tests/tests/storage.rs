@@ -107,6 +107,7 @@ async fn a_superseded_lease_can_write_nothing() {
         tool_ms: 1,
         step_ms: 1,
         fingerprint: None,
+        failure_text: None,
     };
     assert_eq!(
         runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue)

@@ -19,24 +19,27 @@ use std::{
 };
 
 use faultline_shared::{
-    FinalAnswer, Settings, StepRecord, StepTask,
+    FinalAnswer, Settings, StepRecord, StepTask, metrics,
     storage::{
         self, events,
         runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next},
         steps,
     },
+    telemetry,
     types::{FINAL_ANSWER, INVALID_RESPONSE, RunStatus},
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{Instrument as _, info, warn};
 
 use crate::{
     agent::{
         AgentState, Decision, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
+        judge::Judge,
         verify::{self, Route},
     },
+    sources::fetch::{FetchError, LogFetcher},
     tools::{ToolBelt, ToolContext, ToolError},
 };
 
@@ -58,6 +61,20 @@ pub enum StepOutcome {
     DeadLettered,
     /// Shutdown: the lease was handed back and the step re-queued.
     Released,
+}
+
+impl StepOutcome {
+    /// The `outcome` label of the step metrics and span.
+    pub fn label(&self) -> &'static str {
+        match self {
+            StepOutcome::Committed { .. } => "committed",
+            StepOutcome::Stale => "stale",
+            StepOutcome::Fenced => "fenced",
+            StepOutcome::Retrying { .. } => "retrying",
+            StepOutcome::DeadLettered => "dead_lettered",
+            StepOutcome::Released => "released",
+        }
+    }
 }
 
 /// Why an iteration could not be committed.
@@ -88,8 +105,12 @@ pub struct Engine {
     pub reasoner: Arc<dyn Reasoner>,
     /// Continue with the heuristic reasoner when the LLM fails for good.
     pub llm_fallback: bool,
+    /// The judge model scoring every drafted answer, when configured.
+    pub judge: Option<Arc<Judge>>,
     /// Flips to true on SIGTERM.
     pub shutdown: watch::Receiver<bool>,
+    /// Fetches a webhook event's log before the run's first iteration.
+    pub log_fetch: LogFetcher,
 }
 
 impl Engine {
@@ -100,13 +121,37 @@ impl Engine {
         }
     }
 
-    /// Executes one step task end to end (see the module doc).
-    #[tracing::instrument(skip_all, fields(run_id = %task.run_id, iteration = task.iteration, attempt = task.attempt))]
+    /// Executes one step task end to end (see the module doc). A claimed
+    /// step runs in a `step` span whose parent is the run's ingest span, so
+    /// every step of an analysis, on whichever worker, is in one trace.
     pub async fn run_step(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
+        let started = Instant::now();
         let ttl = self.settings.lease_ttl;
         let Some((lease, run)) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
+            metrics::step("stale", started.elapsed());
             return Ok(StepOutcome::Stale);
         };
+        let span = tracing::info_span!("step", run_id = %task.run_id, iteration = task.iteration,
+            attempt = task.attempt, worker = %self.worker_id,
+            category = tracing::field::Empty, outcome = tracing::field::Empty);
+        telemetry::set_parent(&span, run.traceparent.as_deref());
+        let outcome = self
+            .run_claimed(&task, lease, run)
+            .instrument(span.clone())
+            .await;
+        let label = outcome.as_ref().map_or("error", StepOutcome::label);
+        span.record("outcome", label);
+        metrics::step(label, started.elapsed());
+        outcome
+    }
+
+    async fn run_claimed(
+        &self,
+        task: &StepTask,
+        lease: Lease,
+        run: runs::RunRow,
+    ) -> anyhow::Result<StepOutcome> {
+        let ttl = self.settings.lease_ttl;
         let started = Instant::now();
         let (lost_tx, mut lost_rx) = watch::channel(false);
         let keeper = tokio::spawn(keep_lease(self.pool.clone(), lease.clone(), ttl, lost_tx));
@@ -136,8 +181,14 @@ impl Engine {
         warn!(error = msg, transient, "step failed");
         Ok(
             match runs::record_failure(&self.pool, lease, msg, transient, self.backoff()).await? {
-                FailureOutcome::Retrying { attempt, .. } => StepOutcome::Retrying { attempt },
-                FailureOutcome::DeadLettered { .. } => StepOutcome::DeadLettered,
+                FailureOutcome::Retrying { attempt, .. } => {
+                    metrics::retry_scheduled();
+                    StepOutcome::Retrying { attempt }
+                }
+                FailureOutcome::DeadLettered { .. } => {
+                    metrics::analysis_finished(RunStatus::Failed.as_str(), "UNKNOWN");
+                    StepOutcome::DeadLettered
+                }
                 FailureOutcome::Fenced => StepOutcome::Fenced,
             },
         )
@@ -151,19 +202,23 @@ impl Engine {
         attempt: i32,
         started: Instant,
     ) -> Result<StepOutcome, StepError> {
-        let event = events::get(&self.pool, run.event_id)
-            .await?
-            .ok_or_else(|| {
-                StepError::Permanent(format!(
-                    "event {} of run {} is missing",
-                    run.event_id, run.id
-                ))
-            })?;
-        let journal: Vec<StepRecord> = steps::list(&self.pool, run.id)
-            .await?
-            .iter()
-            .map(|s| s.record())
-            .collect();
+        // The event and the journal are independent reads: one round trip of latency, not two.
+        let (event, rows) = tokio::try_join!(
+            events::get(&self.pool, run.event_id),
+            steps::list(&self.pool, run.id)
+        )?;
+        let event = event.ok_or_else(|| {
+            StepError::Permanent(format!(
+                "event {} of run {} is missing",
+                run.event_id, run.id
+            ))
+        })?;
+        let event = if run.iteration == 0 {
+            self.ensure_log(lease, event).await?
+        } else {
+            event
+        };
+        let journal: Vec<StepRecord> = rows.iter().map(|s| s.record()).collect();
         let iteration = run.iteration + 1;
         if journal.len() as i32 != run.iteration {
             return Err(StepError::Permanent(format!(
@@ -172,11 +227,13 @@ impl Engine {
                 run.iteration
             )));
         }
+        let tool_names = self.tools.names();
         let state = AgentState {
             event: &event,
             journal: &journal,
             iteration,
             max_iterations: run.max_iterations,
+            tools: &tool_names,
         };
         let (reasoned, reasoner) = self.decide(&state).await?;
         let Reasoned {
@@ -201,6 +258,7 @@ impl Engine {
 
         let mut tool_ms = 0;
         let mut fingerprint = None;
+        let mut failure_text = None;
         let (record, next) = match decision {
             Decision::Act {
                 thought,
@@ -215,6 +273,7 @@ impl Engine {
                     .filter(|f| !f.is_empty())
                 {
                     fingerprint = Some(fp.to_string());
+                    failure_text = similar_text(&observation);
                 }
                 let record = StepRecord {
                     iteration,
@@ -248,8 +307,17 @@ impl Engine {
                     .iter()
                     .any(|s| s.action == FINAL_ANSWER && !s.is_final);
                 let may_self_correct = !self_corrected && iteration + 1 < run.max_iterations;
-                let verdict =
-                    verify::verify(&draft, &journal, self.settings.thresholds, may_self_correct);
+                let judged = match &self.judge {
+                    Some(judge) => Some(judge.assess(&state, &draft).await),
+                    None => None,
+                };
+                let verdict = verify::verify(
+                    &draft,
+                    &journal,
+                    self.settings.thresholds,
+                    may_self_correct,
+                    judged.as_ref().and_then(|j| j.score),
+                );
                 let answer = FinalAnswer {
                     category: draft.category,
                     root_cause: draft.root_cause.clone(),
@@ -282,6 +350,7 @@ impl Engine {
                     "confidence": verdict.confidence,
                     "grounding": verdict.grounding,
                     "rejected_citations": verdict.rejected,
+                    "judge": judged.as_ref().map(|j| j.summary()),
                     "feedback": match &verdict.route { Route::SelfCorrect { feedback } => Value::String(feedback.clone()), Route::Review { reason } => Value::String(reason.clone()), Route::Complete => Value::Null },
                     "answer": answer_json,
                 });
@@ -295,7 +364,17 @@ impl Engine {
                     is_final,
                     ..StepRecord::default()
                 };
-                (meta(record), next)
+                let mut record = meta(record);
+                if let Some(j) = judged {
+                    // Journaled with the step: a resumed run never asks the judge again.
+                    let mut llm = record.llm.take().unwrap_or_else(|| json!({}));
+                    llm["judge"] = j.journal;
+                    record.llm = Some(llm);
+                    record.tokens_in += j.tokens_in;
+                    record.tokens_out += j.tokens_out;
+                    record.cost_usd += j.cost_usd;
+                }
+                (record, next)
             }
         };
 
@@ -309,6 +388,7 @@ impl Engine {
             tool_ms,
             step_ms: started.elapsed().as_millis() as i32,
             fingerprint,
+            failure_text,
         };
         let finished = match &next {
             Next::Finish(f) => Some(f.status),
@@ -317,6 +397,10 @@ impl Engine {
         match runs::commit_step(&self.pool, lease, &cp, &next).await? {
             CommitOutcome::Committed => {
                 info!(action = %record.action, ?finished, "iteration committed");
+                if let Next::Finish(f) = &next {
+                    tracing::Span::current().record("category", f.category.as_str());
+                    metrics::analysis_finished(f.status.as_str(), &f.category);
+                }
                 Ok(StepOutcome::Committed {
                     iteration,
                     finished,
@@ -326,6 +410,24 @@ impl Engine {
                 warn!("commit fenced: another worker holds this run now");
                 Ok(StepOutcome::Fenced)
             }
+        }
+    }
+
+    /// Issue 5: a webhook event arrives without its log; the first step
+    /// fetches and stores it once (see [`crate::sources::fetch`]). A log that
+    /// cannot be had fails the run into review with the reason.
+    async fn ensure_log(
+        &self,
+        lease: &Lease,
+        event: events::EventRow,
+    ) -> Result<events::EventRow, StepError> {
+        match self.log_fetch.ensure(&self.pool, lease, &event).await {
+            Ok(None) => Ok(event),
+            Ok(Some(_)) => events::get(&self.pool, event.id)
+                .await?
+                .ok_or_else(|| StepError::Permanent(format!("event {} vanished", event.id))),
+            Err(e @ FetchError::Transient(_)) => Err(StepError::Transient(e.to_string())),
+            Err(e @ FetchError::Unavailable(_)) => Err(StepError::Permanent(e.to_string())),
         }
     }
 
@@ -365,6 +467,7 @@ impl Engine {
             error,
             "LLM failed for good; the heuristic reasoner takes over this run"
         );
+        metrics::llm_fallback(self.reasoner.name());
         let (mut reasoned, name) = heuristic();
         reasoned.llm = Some(json!({"llm_fallback": error, "from": self.reasoner.name()}));
         Ok((reasoned, name))
@@ -404,6 +507,19 @@ impl Engine {
             Err(ToolError::Failed(msg)) => Ok(json!({"error": msg})),
         }
     }
+}
+
+/// The normalised text of the lines a fingerprint was computed from (the
+/// error library's text tier), one line each.
+fn similar_text(observation: &Value) -> Option<String> {
+    let lines: Vec<String> = observation["error_lines"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .map(faultline_shared::logs::normalize)
+        .filter(|l| !l.is_empty())
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 fn finish(

@@ -8,11 +8,21 @@
 //!   final answers (grounding, confidence, routing).
 //! - [`tools`]: the read-only tool belt with JSON-schema arguments, timeouts,
 //!   an execution audit and a per-run result cache.
+//! - [`notify`]: delivery of the notification outbox (signed webhook,
+//!   GitHub check runs) with retries scheduled in Postgres.
+//! - [`sources`]: GitHub and Jenkins clients (shared rate-limit gate) and
+//!   the fetch of a webhook event's log before its first iteration.
+//! - [`http`]: the retry policy every outbound HTTP client shares.
 //! - [`runtime`]: the apalis worker, the lease reconciler and graceful shutdown.
+//! - [`health`]: `/healthz`, `/readyz` and `/metrics` on `WORKER_HTTP_ADDR`.
 
 pub mod agent;
 pub mod engine;
+pub mod health;
+pub mod http;
+pub mod notify;
 pub mod runtime;
+pub mod sources;
 pub mod tools;
 
 pub use engine::{Engine, StepOutcome};

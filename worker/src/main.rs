@@ -4,14 +4,18 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
-use faultline_shared::{Settings, db};
+use faultline_shared::{Settings, db, telemetry};
 use faultline_worker::{
     Engine,
     agent::{
         HeuristicReasoner, Reasoner,
+        judge::Judge,
         llm::{LlmReasoner, config::LlmConfig, limit::SharedLimit},
     },
+    health,
+    notify::{self, NotifyConfig},
     runtime,
+    sources::SourcesConfig,
     tools::ToolBelt,
 };
 use tokio::sync::watch;
@@ -28,26 +32,58 @@ struct Args {
     /// Worker id used for leases (default: host-pid).
     #[arg(long, env = "FAULTLINE_WORKER_ID")]
     id: Option<String>,
+    /// Address of /healthz, /readyz and /metrics (`off` disables; port 0 picks one).
+    #[arg(long, env = "WORKER_HTTP_ADDR", default_value = "0.0.0.0:9464", value_parser = health::parse_addr)]
+    http_addr: health::HttpAddr,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let args = Args::parse();
+    let worker_id = args.id.clone().unwrap_or_else(default_worker_id);
+    // Held until main returns: dropping it flushes the last spans.
+    let _telemetry = telemetry::init(&telemetry::Service {
+        name: "faultline-worker",
+        instance: worker_id.clone(),
+        default_filter: "info",
+    })
+    .context("invalid telemetry configuration")?;
+    let metrics = faultline_shared::metrics::install("faultline-worker");
     let mut settings = Settings::from_env().context("invalid configuration")?;
     if let Some(c) = args.concurrency {
         settings.worker_concurrency = c.max(1);
     }
-    let worker_id = args.id.unwrap_or_else(default_worker_id);
     let pool = db::connect(&settings, settings.worker_concurrency as u32 * 2 + 4).await?;
+    faultline_shared::queue::install(&settings)
+        .await
+        .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay);
+    let sources = SourcesConfig::from_env().context("invalid GitHub / Jenkins configuration")?;
+    info!(
+        github = sources.github.as_ref().map(|g| g.api_url.as_str()),
+        jenkins = sources.jenkins.as_ref().map(|j| j.url.as_str()),
+        "CI sources"
+    );
+    let log_fetch = sources.build(&pool);
+    let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay)
+        .with_sources(log_fetch.github.clone(), log_fetch.jenkins.clone());
+    if let health::HttpAddr(Some(addr)) = args.http_addr {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+            format!("failed to bind WORKER_HTTP_ADDR={addr} (another worker on this host? use another port, 127.0.0.1:0, or off)")
+        })?;
+        let state = health::HttpState {
+            pool: pool.clone(),
+            metrics,
+            shutdown: shutdown_rx.clone(),
+        };
+        info!(addr = %listener.local_addr()?, "health and metrics on http://{}", listener.local_addr()?);
+        tokio::spawn(async move {
+            if let Err(e) = health::serve(listener, state).await {
+                tracing::error!(error = %e, "worker HTTP port failed");
+            }
+        });
+    }
     let llm = LlmConfig::from_env().context("invalid LLM configuration")?;
     let llm_fallback = llm.as_ref().is_some_and(|c| c.fallback);
     let reasoner: Arc<dyn Reasoner> =
@@ -72,15 +108,36 @@ async fn main() -> anyhow::Result<()> {
             }
             None => Arc::new(HeuristicReasoner),
         };
+    let judge = LlmConfig::judge_from_lookup(|k| std::env::var(k).ok())
+        .context("invalid LLM judge configuration")?
+        .map(|cfg| {
+            info!(
+                provider = cfg.provider.name(),
+                model = cfg.model,
+                base_url = cfg.base_url,
+                "judge model"
+            );
+            Arc::new(Judge::new(cfg))
+        });
     let engine = Arc::new(Engine {
+        judge,
         pool,
         tools,
         reasoner,
         llm_fallback,
         worker_id: worker_id.clone(),
         shutdown: shutdown_rx.clone(),
+        log_fetch,
         settings,
     });
+    if let Some(notify) = NotifyConfig::from_env().context("invalid notification configuration")? {
+        let (pool, owner, stop) = (engine.pool.clone(), worker_id.clone(), shutdown_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = notify::run(pool, notify, owner, stop).await {
+                tracing::error!(error = %format!("{e:#}"), "notification delivery stopped");
+            }
+        });
+    }
     tokio::spawn(async move {
         wait_for_signal().await;
         info!("shutdown requested: finishing in-flight steps");
@@ -89,6 +146,7 @@ async fn main() -> anyhow::Result<()> {
     info!(
         worker_id,
         concurrency = engine.settings.worker_concurrency,
+        queue = engine.settings.queue_backend.as_str(),
         "worker started"
     );
     runtime::run(engine, shutdown_rx).await

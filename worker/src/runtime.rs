@@ -1,13 +1,16 @@
-//! Running a worker process: the apalis step consumer (LISTEN/NOTIFY wake-ups
-//! plus a poll fallback), the lease reconciler, and graceful shutdown.
+//! Running a worker process: the apalis step consumer of the configured
+//! broker (Postgres: LISTEN/NOTIFY wake-ups plus a poll fallback; Redis: a
+//! live and a bulk queue, polled), the reconciler (expired leases; with
+//! Redis also steps missing from the broker), and graceful shutdown.
 
 use std::{sync::Arc, time::Duration};
 
 use apalis::prelude::*;
 use apalis_postgres::{Config, PostgresStorage, Pubsub};
+use apalis_redis::RedisStorage;
 use faultline_shared::{
     StepTask,
-    queue::STEP_QUEUE,
+    queue::{self, Broker, STEP_QUEUE, redis::RedisBroker},
     storage::{
         runs::{self, Backoff},
         tasks,
@@ -39,35 +42,14 @@ async fn handle(task: StepTask, engine: Data<Arc<Engine>>) -> Result<(), BoxDynE
 /// Runs the consumer until `shutdown` flips, rebuilding it after errors
 /// (a lost database connection ends an apalis stream).
 pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
-    let settings = engine.settings.clone();
     let reconciler = tokio::spawn(reconcile_loop(engine.clone(), shutdown.clone()));
     let mut delay = Duration::from_millis(500);
     loop {
-        let pool = engine.pool.clone();
-        let config = Config::default()
-            .queue(STEP_QUEUE)
-            .batch_size(settings.worker_concurrency)
-            .heartbeat_interval(settings.queue_heartbeat)
-            .missed_heartbeats(2);
-        let strategy = Strategy::new()
-            .stream(Pubsub::new(pool.clone(), STEP_QUEUE.to_string()))
-            .interval(settings.poll_interval);
-        let backend = PostgresStorage::<StepTask>::new(&pool)
-            .with_config(config)
-            .poll_with_strategy(strategy);
-        let name = format!("{}-{}", engine.worker_id, uuid::Uuid::new_v4().simple());
-        let worker = WorkerBuilder::new(name)
-            .backend(backend)
-            .data(engine.clone())
-            .concurrency(settings.worker_concurrency)
-            .parallelize(tokio::spawn)
-            .build(handle);
-        let mut stop = shutdown.clone();
-        let signal = async move {
-            let _ = stop.wait_for(|s| *s).await;
-            Ok::<(), std::io::Error>(())
+        let consumed = match queue::broker() {
+            Broker::Postgres => consume_postgres(&engine, &shutdown).await,
+            Broker::Redis(redis) => consume_redis(&engine, redis, &shutdown).await,
         };
-        match worker.run_until(signal).await {
+        match consumed {
             Ok(()) if *shutdown.borrow() => break,
             Ok(()) => warn!("step consumer ended; restarting"),
             Err(e) => {
@@ -86,6 +68,83 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
     reconciler.abort();
     info!("worker stopped");
     Ok(())
+}
+
+fn stop_signal(
+    shutdown: &watch::Receiver<bool>,
+) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
+    let mut stop = shutdown.clone();
+    async move {
+        let _ = stop.wait_for(|s| *s).await;
+        Ok(())
+    }
+}
+
+/// Consumes the Postgres step queue until shutdown or an error.
+async fn consume_postgres(
+    engine: &Arc<Engine>,
+    shutdown: &watch::Receiver<bool>,
+) -> Result<(), WorkerError> {
+    let settings = &engine.settings;
+    let pool = engine.pool.clone();
+    let config = Config::default()
+        .queue(STEP_QUEUE)
+        .batch_size(settings.worker_concurrency)
+        .heartbeat_interval(settings.queue_heartbeat)
+        .missed_heartbeats(2);
+    let strategy = Strategy::new()
+        .stream(Pubsub::new(pool.clone(), STEP_QUEUE.to_string()))
+        .interval(settings.poll_interval);
+    let backend = PostgresStorage::<StepTask>::new(&pool)
+        .with_config(config)
+        .poll_with_strategy(strategy);
+    WorkerBuilder::new(consumer_name(engine, "pg"))
+        .backend(backend)
+        .data(engine.clone())
+        .concurrency(settings.worker_concurrency)
+        .parallelize(tokio::spawn)
+        .build(handle)
+        .run_until(stop_signal(shutdown))
+        .await
+}
+
+/// Consumes both Redis queues until shutdown or an error. The live queue
+/// gets the configured concurrency, the bulk queue its own smaller share, so
+/// bulk tasks never queue in front of live ones.
+async fn consume_redis(
+    engine: &Arc<Engine>,
+    redis: &RedisBroker,
+    shutdown: &watch::Receiver<bool>,
+) -> Result<(), WorkerError> {
+    let settings = &engine.settings;
+    let consumer = |config: &apalis_redis::Config, concurrency: usize, kind: &str| {
+        let config = config
+            .clone()
+            .batch_size(concurrency)
+            .heartbeat_interval(settings.queue_heartbeat)
+            .missed_heartbeats(2);
+        let backend = RedisStorage::<StepTask>::new(redis.connection())
+            .with_config(config)
+            .poll_with_interval(settings.poll_interval);
+        WorkerBuilder::new(consumer_name(engine, kind))
+            .backend(backend)
+            .data(engine.clone())
+            .concurrency(concurrency)
+            .parallelize(tokio::spawn)
+            .build(handle)
+            .run_until(stop_signal(shutdown))
+    };
+    let live = consumer(redis.live_config(), settings.worker_concurrency, "live");
+    let bulk = consumer(redis.bulk_config(), settings.bulk_concurrency(), "bulk");
+    futures::future::try_join(live, bulk).await.map(drop)
+}
+
+fn consumer_name(engine: &Engine, kind: &str) -> String {
+    format!(
+        "{}-{kind}-{}",
+        engine.worker_id,
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// Periodically recovers runs whose lease expired (a crashed or hung
@@ -108,8 +167,18 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
         }
         match runs::reconcile_expired(&engine.pool, backoff, 100).await {
             Ok(0) => {}
-            Ok(n) => info!(recovered = n, "re-queued runs whose lease expired"),
+            Ok(n) => {
+                faultline_shared::metrics::lease_takeovers(n);
+                info!(recovered = n, "re-queued runs whose lease expired");
+            }
             Err(e) => warn!(error = %e, "reconciler pass failed"),
+        }
+        if let Broker::Redis(redis) = queue::broker() {
+            match requeue_missing(&engine, redis).await {
+                Ok(0) => {}
+                Ok(n) => info!(requeued = n, "re-pushed steps missing from Redis"),
+                Err(e) => warn!(error = %e, "Redis reconciler pass failed"),
+            }
         }
         // Jitter spreads the passes of many workers.
         let jitter = rand::random_range(0.8..1.2);
@@ -119,4 +188,14 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
             _ = shutdown.wait_for(|s| *s) => return,
         }
     }
+}
+
+/// Redis broker: pushes the step of every run that has waited longer than
+/// `requeue_after` and whose task is not waiting in Redis (I6).
+async fn requeue_missing(engine: &Engine, redis: &RedisBroker) -> anyhow::Result<usize> {
+    let waiting = runs::waiting_steps(&engine.pool, engine.settings.requeue_after, 500).await?;
+    if waiting.is_empty() {
+        return Ok(0);
+    }
+    Ok(redis.ensure_queued(&waiting).await?)
 }

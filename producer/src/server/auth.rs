@@ -48,6 +48,23 @@ pub struct Ingester(pub TokenRow);
 /// A caller whose token may read analyses (role reviewer or admin).
 pub struct Reader;
 
+/// A caller whose token may work the review queue (role reviewer or admin);
+/// its name is who the audit trail records.
+pub struct Reviewer(pub TokenRow);
+
+impl Reviewer {
+    pub fn is_admin(&self) -> bool {
+        self.0.role() == Role::Admin
+    }
+}
+
+impl FromRequestParts<AppState> for Reviewer {
+    type Rejection = AppError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        authorize(parts, state, Role::Reviewer).await.map(Reviewer)
+    }
+}
+
 impl FromRequestParts<AppState> for Ingester {
     type Rejection = AppError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {

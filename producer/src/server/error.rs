@@ -3,7 +3,7 @@
 
 use axum::{
     Json,
-    extract::rejection::{BytesRejection, JsonRejection, PathRejection},
+    extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection},
     http::StatusCode,
     response::{IntoResponse, Response},
 };
@@ -23,6 +23,10 @@ pub enum AppError {
     /// 404.
     #[error("{0}")]
     NotFound(String),
+    /// 409: the resource is in a state that refuses this (claimed by someone
+    /// else, claim expired, already closed).
+    #[error("conflict")]
+    Conflict(String),
     /// 405: the path exists, the method does not.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -63,6 +67,7 @@ impl AppError {
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -79,6 +84,7 @@ impl AppError {
             | AppError::PayloadTooLarge(detail)
             | AppError::UnsupportedMediaType(detail)
             | AppError::Forbidden(detail)
+            | AppError::Conflict(detail)
             | AppError::Unavailable(detail) => Value::String(detail.clone()),
             AppError::Unauthorized(why) => Value::String((*why).to_string()),
             AppError::NotConfigured(_)
@@ -125,6 +131,18 @@ impl From<BytesRejection> for AppError {
         } else {
             AppError::bad_request("unreadable request body", rejection.body_text())
         }
+    }
+}
+
+impl From<QueryRejection> for AppError {
+    fn from(rejection: QueryRejection) -> Self {
+        AppError::bad_request(
+            "invalid query parameter",
+            strip_prefix(
+                rejection.body_text(),
+                "Failed to deserialize query string: ",
+            ),
+        )
     }
 }
 

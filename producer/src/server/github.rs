@@ -7,7 +7,10 @@
 //! (dedup key `github:delivery:<X-GitHub-Delivery>`) with an **empty** log:
 //! the worker fetches the log through the GitHub API using what
 //! [`GithubTarget`] stores in the event's payload (under `"github"`).
+//! Conclusion `success` is recorded as a pass in the failure history
+//! (`ci_outcomes`), with no run.
 
+use anyhow::Context;
 use axum::{
     Json,
     body::Bytes,
@@ -15,7 +18,13 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use faultline_shared::{config::Secret, storage::events::NewEvent};
+use faultline_shared::{
+    config::Secret,
+    storage::{
+        events::NewEvent,
+        history::{self, NewOutcome},
+    },
+};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -25,6 +34,8 @@ use super::{AppState, error::AppError, header_str, ignored, require_json, store}
 
 /// Conclusions that start an analysis.
 const FAILED: [&str; 2] = ["failure", "timed_out"];
+/// The conclusion recorded as a pass in the failure history (no analysis).
+const PASSED: &str = "success";
 
 pub async fn webhook(
     State(state): State<AppState>,
@@ -62,6 +73,9 @@ pub async fn webhook(
         )));
     }
     let conclusion = target.conclusion.as_deref().unwrap_or("null");
+    if conclusion == PASSED {
+        return record_pass(&state, &target, delivery).await;
+    }
     if !FAILED.contains(&conclusion) {
         return Ok(ignored(format!(
             "{event} conclusion {conclusion:?} is not a failure (only \"failure\" and \"timed_out\")"
@@ -70,10 +84,7 @@ pub async fn webhook(
     let event = NewEvent {
         dedup_key: format!("github:delivery:{delivery}"),
         source: "github".into(),
-        job_name: Some(match &target.job_name {
-            Some(job) => format!("{} / {job}", target.workflow_name),
-            None => target.workflow_name.clone(),
-        }),
+        job_name: Some(target.job_label()),
         build_number: Some(target.run_id.to_string()),
         repository: Some(target.repository.clone()),
         commit_sha: Some(target.head_sha.clone()),
@@ -81,6 +92,33 @@ pub async fn webhook(
         ..NewEvent::default()
     };
     store(&state, &event, b"").await
+}
+
+/// A passing run or job starts no analysis but is history: without passes,
+/// a failure cannot be told flaky (passed and failed on one commit) from broken.
+async fn record_pass(
+    state: &AppState,
+    target: &GithubTarget,
+    delivery: &str,
+) -> Result<Response, AppError> {
+    let outcome = NewOutcome {
+        dedup_key: format!("github:delivery:{delivery}"),
+        source: "github".into(),
+        job_name: Some(target.job_label()),
+        repository: Some(target.repository.clone()),
+        commit_sha: Some(target.head_sha.clone()),
+        build_number: Some(target.run_id.to_string()),
+        outcome: PASSED.into(),
+        ..NewOutcome::default()
+    };
+    let created = history::record_outcome(&state.pool, &outcome)
+        .await
+        .context("failed to record the outcome")?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"recorded": PASSED, "created": created})),
+    )
+        .into_response())
 }
 
 /// Checks `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>`.
@@ -160,6 +198,16 @@ struct WorkflowRun {
     conclusion: Option<String>,
     logs_url: String,
     html_url: Option<String>,
+}
+
+impl GithubTarget {
+    /// The job's name in the failure history: `workflow / job`, or the workflow.
+    fn job_label(&self) -> String {
+        match &self.job_name {
+            Some(job) => format!("{} / {job}", self.workflow_name),
+            None => self.workflow_name.clone(),
+        }
+    }
 }
 
 impl WorkflowRunEvent {

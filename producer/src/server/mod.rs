@@ -6,6 +6,7 @@
 //! - `auth` — API tokens with roles, the Jenkins shared token.
 //! - `github`, `jenkins` — the CI webhooks.
 //! - `api` — `/api/v1/analyses`.
+//! - `review` — `/api/v1/review/...`: list, claim, resolve, dismiss (audited).
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
 //! step task, in one transaction (`storage::events::ingest`).
@@ -18,6 +19,7 @@ pub mod config;
 mod error;
 mod github;
 mod jenkins;
+mod review;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -48,6 +50,8 @@ pub struct AppState {
     /// Bounds copied onto every run created here.
     pub limits: RunLimits,
     pub config: Arc<ServerConfig>,
+    /// `REVIEW_CLAIM_TTL`: how long a review claim holds.
+    pub review_claim_ttl: Duration,
 }
 
 /// Reads the configuration, connects, binds, prints `listening on http://ADDR`
@@ -63,6 +67,7 @@ pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Res
     if config.jenkins_token.is_none() {
         tracing::warn!("JENKINS_WEBHOOK_TOKEN is not set: /webhooks/jenkins answers 503");
     }
+    faultline_shared::metrics::install(METRICS_SERVICE);
     let pool = db::connect(settings, config.db_connections).await?;
     let listener = TcpListener::bind(config.bind)
         .await
@@ -76,6 +81,7 @@ pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Res
             priority: PRIORITY_LIVE,
         },
         config: Arc::new(config),
+        review_claim_ttl: settings.review_claim_ttl,
     };
     println!("listening on http://{addr}");
     tracing::info!(%addr, "serving");
@@ -102,11 +108,18 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus))
         .route("/webhooks/github", post(github::webhook))
         .route("/webhooks/jenkins", post(jenkins::webhook))
         .route("/api/v1/analyses", post(api::create))
         .route("/api/v1/analyses/{id}", get(api::get))
         .route("/api/v1/analyses/{id}/trace", get(api::trace))
+        .route("/api/v1/review", get(review::list))
+        .route("/api/v1/review/claim", post(review::claim_next))
+        .route("/api/v1/review/{id}", get(review::show))
+        .route("/api/v1/review/{id}/claim", post(review::claim))
+        .route("/api/v1/review/{id}/resolve", post(review::resolve))
+        .route("/api/v1/review/{id}/dismiss", post(review::dismiss))
         .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body))
@@ -157,12 +170,31 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>
     }
 }
 
+/// The `service` label of this process' metrics.
+const METRICS_SERVICE: &str = "faultline-producer";
+
+/// Prometheus text format: this process' counters, plus queue depth and the
+/// review backlog read from Postgres now.
+async fn prometheus(State(state): State<AppState>) -> Response {
+    let handle = faultline_shared::metrics::install(METRICS_SERVICE);
+    let body = faultline_shared::metrics::render(&handle, &state.pool).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
 /// Stores an accepted event (+ log, run, first step) and answers 202 with
 /// the run; a known dedup key answers the existing run with `created: false`.
 async fn store(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Response, AppError> {
     let ingested = events::ingest(&state.pool, event, log, state.limits)
         .await
         .context("failed to store the event")?;
+    faultline_shared::metrics::ingested(&event.source, ingested.created);
     tracing::info!(
         run_id = %ingested.run_id,
         source = %event.source,

@@ -1,12 +1,15 @@
 //! `failure_events` and their logs. Ingest writes the event, its log, the
 //! run and the run's first step task in **one** transaction (DESIGN step 1–2).
 
-use std::io::{self, BufRead, Read, Write};
+use std::{
+    collections::VecDeque,
+    io::{self, BufRead, Read, Write},
+};
 
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{PgPool, Row};
+use sqlx::{PgConnection, PgPool, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use uuid::Uuid;
 
@@ -46,7 +49,13 @@ pub struct Ingested {
 
 /// Stores a new event with its log, creates its run and pushes the first step
 /// task, atomically. A known dedup key stores nothing and returns the run
-/// already made for it.
+/// already made for it. Its span is the root of the run's trace.
+#[tracing::instrument(
+    name = "ingest",
+    skip_all,
+    fields(source = %event.source, run_id = tracing::field::Empty, created = tracing::field::Empty),
+    err
+)]
 pub async fn ingest<R: AsyncRead + Unpin>(
     pool: &PgPool,
     event: &NewEvent,
@@ -86,51 +95,48 @@ pub async fn ingest<R: AsyncRead + Unpin>(
         .bind(&event.dedup_key)
         .fetch_one(pool)
         .await?;
-        return Ok(Ingested {
+        let ingested = Ingested {
             event_id: row.get("event_id"),
             run_id: row.get("run_id"),
             created: false,
-        });
+        };
+        record_ingested(&ingested);
+        return Ok(ingested);
     }
 
     // Stream the log into compressed chunks: bounded memory for any size.
-    let mut hasher = Sha256::new();
-    let mut total: i64 = 0;
-    let mut seq: i32 = 0;
+    let mut writer = LogWriter::new(event_id);
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         let filled = read_full(&mut log, &mut buf).await?;
         if filled == 0 {
             break;
         }
-        let chunk = &buf[..filled];
-        hasher.update(chunk);
-        total += filled as i64;
-        sqlx::query("INSERT INTO event_log_chunks (event_id, seq, data_gz) VALUES ($1, $2, $3)")
-            .bind(event_id)
-            .bind(seq)
-            .bind(gzip(chunk)?)
-            .execute(&mut *tx)
-            .await?;
-        seq += 1;
+        writer.write(&mut tx, &buf[..filled]).await?;
         if filled < buf.len() {
             break;
         }
     }
-    sqlx::query("UPDATE failure_events SET log_bytes = $2, log_sha256 = $3 WHERE id = $1")
-        .bind(event_id)
-        .bind(total)
-        .bind(hex(&hasher.finalize()))
-        .execute(&mut *tx)
-        .await?;
+    writer.finish(&mut tx).await?;
 
-    let run_id = super::runs::create_in_tx(&mut tx, event_id, limits).await?;
+    let mut after = crate::queue::AfterCommit::default();
+    let run_id = super::runs::create_in_tx(&mut tx, &mut after, event_id, limits).await?;
     tx.commit().await?;
-    Ok(Ingested {
+    after.flush().await;
+    let ingested = Ingested {
         event_id,
         run_id,
         created: true,
-    })
+    };
+    record_ingested(&ingested);
+    Ok(ingested)
+}
+
+/// Names the run on the ingest span (and so in the trace and JSON logs).
+fn record_ingested(ingested: &Ingested) {
+    let span = tracing::Span::current();
+    span.record("run_id", tracing::field::display(ingested.run_id));
+    span.record("created", ingested.created);
 }
 
 /// Fills `buf` as far as the reader allows; returns the bytes read (0 at EOF).
@@ -144,6 +150,159 @@ async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Resul
         filled += n;
     }
     Ok(filled)
+}
+
+/// Streams a log into gzip chunks of [`CHUNK_BYTES`] on one connection
+/// (a transaction, so a half-written log never becomes visible), hashing as
+/// it goes: one chunk in memory for any log size.
+///
+/// With a cap ([`LogWriter::capped`]) it keeps the head and the tail of a
+/// longer log: the first half of the cap is kept, then the oldest chunks
+/// after it are deleted as new ones arrive, and a marker chunk saying how
+/// much was cut goes into the slot reserved between the two. Readers skip
+/// the gaps in `seq` this leaves.
+pub struct LogWriter {
+    event_id: Uuid,
+    buf: Vec<u8>,
+    seq: i32,
+    read: i64,
+    stored: i64,
+    hasher: Sha256,
+    cap: Option<Cap>,
+}
+
+struct Cap {
+    max: i64,
+    /// Chunks `0..head` are the head; `head` is reserved for the marker.
+    head: i32,
+    /// Tail chunks still stored: (seq, bytes).
+    tail: VecDeque<(i32, i64)>,
+    cut: i64,
+}
+
+impl LogWriter {
+    pub fn new(event_id: Uuid) -> Self {
+        Self {
+            event_id,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            seq: 0,
+            read: 0,
+            stored: 0,
+            hasher: Sha256::new(),
+            cap: None,
+        }
+    }
+
+    /// A writer that stores about `max_bytes` (give or take a chunk) of a
+    /// longer log: its head and its tail.
+    pub fn capped(event_id: Uuid, max_bytes: u64) -> Self {
+        let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        Self {
+            cap: Some(Cap {
+                max,
+                head: (max / 2 / CHUNK_BYTES as i64).clamp(1, i64::from(i32::MAX / 2)) as i32,
+                tail: VecDeque::new(),
+                cut: 0,
+            }),
+            ..Self::new(event_id)
+        }
+    }
+
+    /// Bytes written so far (before any cut).
+    pub fn bytes(&self) -> i64 {
+        self.read
+    }
+
+    /// Bytes cut from the middle so far.
+    pub fn cut(&self) -> i64 {
+        self.cap.as_ref().map_or(0, |c| c.cut)
+    }
+
+    /// Appends `data`, storing every full chunk.
+    pub async fn write(&mut self, conn: &mut PgConnection, mut data: &[u8]) -> sqlx::Result<()> {
+        while !data.is_empty() {
+            let take = (CHUNK_BYTES - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            self.hasher.update(&data[..take]);
+            self.read += take as i64;
+            data = &data[take..];
+            if self.buf.len() == CHUNK_BYTES {
+                self.flush(conn).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self, conn: &mut PgConnection) -> sqlx::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(cap) = &self.cap
+            && self.seq == cap.head
+        {
+            self.seq += 1;
+        }
+        insert_chunk(conn, self.event_id, self.seq, &self.buf).await?;
+        let len = self.buf.len() as i64;
+        self.stored += len;
+        if let Some(cap) = &mut self.cap
+            && self.seq > cap.head
+        {
+            cap.tail.push_back((self.seq, len));
+            while self.stored > cap.max && cap.tail.len() > 1 {
+                let (seq, len) = cap.tail.pop_front().expect("more than one tail chunk");
+                sqlx::query("DELETE FROM event_log_chunks WHERE event_id = $1 AND seq = $2")
+                    .bind(self.event_id)
+                    .bind(seq)
+                    .execute(&mut *conn)
+                    .await?;
+                self.stored -= len;
+                cap.cut += len;
+            }
+        }
+        self.seq += 1;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Stores the last chunk (and the cut marker) and records the stored
+    /// log's size and SHA-256 on the event (no digest for a cut log: it
+    /// would describe bytes we do not have). Returns the stored size.
+    pub async fn finish(mut self, conn: &mut PgConnection) -> sqlx::Result<i64> {
+        self.flush(conn).await?;
+        let mut digest = Some(hex(&self.hasher.clone().finalize()));
+        if let Some(cap) = self.cap.as_ref().filter(|c| c.cut > 0) {
+            let marker = format!(
+                "\n[faultline] {} bytes cut from the middle of this log ({} read, {} kept)\n",
+                cap.cut, self.read, self.stored
+            );
+            insert_chunk(conn, self.event_id, cap.head, marker.as_bytes()).await?;
+            self.stored += marker.len() as i64;
+            digest = None;
+        }
+        sqlx::query("UPDATE failure_events SET log_bytes = $2, log_sha256 = $3 WHERE id = $1")
+            .bind(self.event_id)
+            .bind(self.stored)
+            .bind(digest)
+            .execute(&mut *conn)
+            .await?;
+        Ok(self.stored)
+    }
+}
+
+async fn insert_chunk(
+    conn: &mut PgConnection,
+    event_id: Uuid,
+    seq: i32,
+    data: &[u8],
+) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO event_log_chunks (event_id, seq, data_gz) VALUES ($1, $2, $3)")
+        .bind(event_id)
+        .bind(seq)
+        .bind(gzip(data)?)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 fn gzip(data: &[u8]) -> io::Result<Vec<u8>> {
@@ -184,13 +343,29 @@ pub async fn get(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<EventRow>> {
     .await
 }
 
-/// Reads one compressed log chunk.
-pub async fn fetch_chunk(pool: &PgPool, event_id: Uuid, seq: i32) -> sqlx::Result<Option<Vec<u8>>> {
-    sqlx::query_scalar("SELECT data_gz FROM event_log_chunks WHERE event_id = $1 AND seq = $2")
-        .bind(event_id)
-        .bind(seq)
+/// Reads an event's payload (what the CI system sent, minus the log).
+pub async fn payload(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Value>> {
+    sqlx::query_scalar("SELECT payload FROM failure_events WHERE id = $1")
+        .bind(id)
         .fetch_optional(pool)
         .await
+}
+
+/// Reads the first compressed log chunk at or after `seq` (a capped log
+/// has gaps), with its number.
+pub async fn next_chunk(
+    pool: &PgPool,
+    event_id: Uuid,
+    seq: i32,
+) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
+    sqlx::query_as(
+        "SELECT seq, data_gz FROM event_log_chunks WHERE event_id = $1 AND seq >= $2
+         ORDER BY seq LIMIT 1",
+    )
+    .bind(event_id)
+    .bind(seq)
+    .fetch_optional(pool)
+    .await
 }
 
 /// A blocking reader over an event's stored log, one chunk in memory at a
@@ -222,15 +397,15 @@ impl StoredLogReader {
     fn refill(&mut self) -> io::Result<()> {
         let fetched = self
             .handle
-            .block_on(fetch_chunk(&self.pool, self.event_id, self.next_seq))
+            .block_on(next_chunk(&self.pool, self.event_id, self.next_seq))
             .map_err(io::Error::other)?;
         match fetched {
             None => self.done = true,
-            Some(gz) => {
+            Some((seq, gz)) => {
                 self.chunk.clear();
                 GzDecoder::new(&gz[..]).read_to_end(&mut self.chunk)?;
                 self.pos = 0;
-                self.next_seq += 1;
+                self.next_seq = seq + 1;
             }
         }
         Ok(())

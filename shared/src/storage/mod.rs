@@ -4,16 +4,29 @@
 //! - [`events`]: `failure_events` + `event_log_chunks` (ingest, log streaming).
 //! - [`runs`]: `analysis_runs` lifecycle: claim, lease, commit, retry, reconcile.
 //! - [`steps`]: the `run_steps` journal, `run_attempts`, `tool_invocations`.
-//! - [`review`](crate::storage::review): `review_items`.
+//! - [`review`](crate::storage::review): `review_items`: list, claim, audit.
+//! - [`resolution`]: resolve / dismiss review items; the error library's human tier.
 //! - [`knowledge`]: `knowledge_base` and the error library look-ups.
+//! - [`similar`]: the error library's tiers (fingerprint, trigram, full-text).
+//! - [`history`]: outcomes per job and test (failures and passes), flakiness.
+//! - [`outbox`]: `notification_outbox`: notifications written with the final
+//!   checkpoint, delivered with retries.
+//! - [`reprocess`]: bulk re-analysis batches (idempotent, resumable).
 //! - [`tasks`]: housekeeping of the apalis step queue.
-//! - [`ratelimit`]: the LLM rate limit shared by all workers.
+//! - [`log_fetches`]: logs a worker fetched from GitHub / Jenkins (once per event).
+//! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
 
 pub mod events;
+pub mod history;
 pub mod knowledge;
+pub mod log_fetches;
+pub mod outbox;
 pub mod ratelimit;
+pub mod reprocess;
+pub mod resolution;
 pub mod review;
 pub mod runs;
+pub mod similar;
 pub mod steps;
 pub mod tasks;
 pub mod tokens;

@@ -1,4 +1,5 @@
-//! `llm_slots` and `llm_requests`: the LLM rate limit shared by all workers.
+//! `llm_slots` and `llm_requests`: the LLM rate limit shared by all workers;
+//! `api_rate_limits`: outbound APIs (GitHub, Jenkins) blocked by their own limit.
 
 use std::time::Duration;
 
@@ -71,4 +72,39 @@ pub async fn take_request(pool: &PgPool, per_minute: i64) -> sqlx::Result<Option
         .await?;
     tx.commit().await?;
     Ok(None)
+}
+
+/// How long an outbound API (`github`, `jenkins`) stays blocked by its own
+/// rate limit, as last reported to any worker; `None` when it is open.
+pub async fn api_blocked_for(pool: &PgPool, api: &str) -> sqlx::Result<Option<Duration>> {
+    let secs: Option<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM blocked_until - now())::float8 FROM api_rate_limits
+         WHERE api = $1 AND blocked_until > now()",
+    )
+    .bind(api)
+    .fetch_optional(pool)
+    .await?;
+    Ok(secs.map(|s| Duration::from_secs_f64(s.max(0.0))))
+}
+
+/// Blocks `api` for every worker until `until_epoch_secs` (Unix seconds),
+/// keeping the later of an existing and the new block.
+pub async fn block_api(
+    pool: &PgPool,
+    api: &str,
+    until_epoch_secs: f64,
+    reason: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO api_rate_limits (api, blocked_until, reason) VALUES ($1, to_timestamp($2), $3)
+         ON CONFLICT (api) DO UPDATE
+         SET blocked_until = greatest(api_rate_limits.blocked_until, excluded.blocked_until),
+             reason = excluded.reason, updated_at = now()",
+    )
+    .bind(api)
+    .bind(until_epoch_secs)
+    .bind(reason)
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -1,8 +1,19 @@
 //! `review_items`: results the agent is not sure of, and dead-lettered runs,
-//! waiting for the ops team.
+//! waiting for the ops team: listing and claiming. Closing an item (resolve,
+//! dismiss) is in [`resolution`](super::resolution).
+//!
+//! ```text
+//! open ──claim──> claimed ──resolve──> resolved
+//!   ^               │   └────dismiss──> dismissed
+//!   └─claim expired─┘   (checked in each query: no background job)
+//! ```
+//! Every action writes a `review_audit` row in the same transaction.
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
+use serde_json::{Value, json};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 /// Opens a review item for a run (at most one per run), in the caller's transaction.
@@ -27,7 +38,8 @@ pub(crate) async fn insert_in_tx(
     Ok(())
 }
 
-/// A review item with what a reviewer needs to triage it.
+/// A review item with what a reviewer needs to triage it. `status` is the
+/// effective one: a claim past its expiry reads as `open`.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
 pub struct ReviewRow {
     pub id: Uuid,
@@ -36,6 +48,10 @@ pub struct ReviewRow {
     pub category: Option<String>,
     pub confidence: Option<f32>,
     pub status: String,
+    pub claimed_by: Option<String>,
+    pub claim_expires_at: Option<DateTime<Utc>>,
+    pub resolution: Option<Value>,
+    pub closed_by: Option<String>,
     pub run_status: String,
     pub job_name: Option<String>,
     pub build_number: Option<String>,
@@ -44,30 +60,466 @@ pub struct ReviewRow {
     pub created_at: DateTime<Utc>,
 }
 
-/// A review item joined with its run and event (what [`ReviewRow`] reads).
-const REVIEW_SELECT: &str = "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, i.status,
-        r.status AS run_status, e.job_name, e.build_number, e.log_name,
-        r.result ->> 'root_cause' AS root_cause, i.created_at
-    FROM review_items i
-    JOIN analysis_runs r ON r.id = i.run_id
-    JOIN failure_events e ON e.id = r.event_id";
+/// The status an item really has: an expired claim counts as open.
+const EFFECTIVE_STATUS: &str = "CASE WHEN i.status = 'claimed' AND i.claim_expires_at < now()
+    THEN 'open' ELSE i.status END";
 
-/// Lists open and claimed items, oldest first.
-pub async fn list_open(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
+/// A review item joined with its run and event (what [`ReviewRow`] reads).
+fn review_select() -> String {
+    format!(
+        "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, {EFFECTIVE_STATUS} AS status,
+            i.claimed_by, i.claim_expires_at, i.resolution, i.closed_by,
+            r.status AS run_status, e.job_name, e.build_number, e.log_name,
+            r.result ->> 'root_cause' AS root_cause, i.created_at
+        FROM review_items i
+        JOIN analysis_runs r ON r.id = i.run_id
+        JOIN failure_events e ON e.id = r.event_id"
+    )
+}
+
+/// Statuses a reviewer can filter on.
+pub const STATUSES: [&str; 4] = ["open", "claimed", "resolved", "dismissed"];
+
+/// Which items to list or claim. Empty `statuses` means open and claimed.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub statuses: Vec<String>,
+    pub category: Option<String>,
+    pub min_confidence: Option<f32>,
+    pub max_confidence: Option<f32>,
+    /// Only items created at least this long ago.
+    pub older_than: Option<Duration>,
+    /// Only items created at most this long ago.
+    pub newer_than: Option<Duration>,
+}
+
+/// The filter predicates on `review_items i`, parameters `$1..=$5`.
+const FILTER_WHERE: &str = "($1::text IS NULL OR i.category = $1)
+    AND ($2::real IS NULL OR i.confidence >= $2)
+    AND ($3::real IS NULL OR i.confidence <= $3)
+    AND ($4::float8 IS NULL OR i.created_at <= now() - make_interval(secs => $4))
+    AND ($5::float8 IS NULL OR i.created_at >= now() - make_interval(secs => $5))";
+
+/// Lists items matching `filter`, oldest first.
+pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
+    let statuses = if filter.statuses.is_empty() {
+        vec!["open".to_string(), "claimed".to_string()]
+    } else {
+        filter.statuses.clone()
+    };
     sqlx::query_as(AssertSqlSafe(format!(
-        "{REVIEW_SELECT} WHERE i.status IN ('open', 'claimed') ORDER BY i.created_at LIMIT $1"
+        "{} WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6)
+         ORDER BY i.created_at, i.id LIMIT $7",
+        review_select()
     )))
+    .bind(&filter.category)
+    .bind(filter.min_confidence)
+    .bind(filter.max_confidence)
+    .bind(filter.older_than.map(|d| d.as_secs_f64()))
+    .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+    .bind(statuses)
     .bind(limit)
     .fetch_all(pool)
     .await
 }
 
+/// Lists open and claimed items, oldest first.
+pub async fn list_open(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
+    list(pool, &Filter::default(), limit).await
+}
+
 /// The review item of one run, if any.
 pub async fn for_run(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<ReviewRow>> {
     sqlx::query_as(AssertSqlSafe(format!(
-        "{REVIEW_SELECT} WHERE i.run_id = $1"
+        "{} WHERE i.run_id = $1",
+        review_select()
     )))
     .bind(run_id)
     .fetch_optional(pool)
+    .await
+}
+
+/// One review item.
+pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<ReviewRow>> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "{} WHERE i.id = $1",
+        review_select()
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Who acts on the queue: a token name (API) or a CLI user.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub name: String,
+    pub via: Via,
+    /// Admins may close items claimed by others, or not claimed at all.
+    pub admin: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Api,
+    Cli,
+}
+
+impl Via {
+    fn as_str(self) -> &'static str {
+        match self {
+            Via::Api => "api",
+            Via::Cli => "cli",
+        }
+    }
+}
+
+/// Why a review action was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReviewError {
+    #[error("review item {0} not found")]
+    NotFound(Uuid),
+    #[error("review item {id} is claimed by {by} until {until}")]
+    ClaimedByOther {
+        id: Uuid,
+        by: String,
+        until: DateTime<Utc>,
+    },
+    #[error("your claim on review item {id} expired at {at}; claim it again")]
+    ClaimExpired { id: Uuid, at: DateTime<Utc> },
+    #[error("review item {0} is not claimed by you; claim it first")]
+    NotClaimed(Uuid),
+    #[error("review item {id} is already {status}")]
+    Closed { id: Uuid, status: String },
+    /// The request itself is wrong (names the field).
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// An item's state as the audit trail records it (locked for update).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct ItemState {
+    pub status: String,
+    pub claimed_by: Option<String>,
+    pub claim_expires_at: Option<DateTime<Utc>>,
+    pub expired: bool,
+    pub resolution: Option<Value>,
+}
+
+impl ItemState {
+    pub fn audit_json(&self) -> Value {
+        json!({
+            "status": if self.expired && self.status == "claimed" { "open" } else { self.status.as_str() },
+            "claimed_by": self.claimed_by,
+            "claim_expires_at": self.claim_expires_at,
+            "resolution": self.resolution,
+        })
+    }
+}
+
+/// Reads and locks an item's state.
+pub(crate) async fn lock_state(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> sqlx::Result<Option<ItemState>> {
+    sqlx::query_as(
+        "SELECT status, claimed_by, claim_expires_at,
+                coalesce(claim_expires_at < now(), false) AS expired, resolution
+         FROM review_items WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records one action in `review_audit`.
+pub(crate) async fn audit_in_tx(
+    conn: &mut PgConnection,
+    id: Uuid,
+    actor: &Actor,
+    action: &str,
+    before: &Value,
+    after: &Value,
+    comment: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO review_audit (item_id, actor, via, action, before, after, comment)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(id)
+    .bind(&actor.name)
+    .bind(actor.via.as_str())
+    .bind(action)
+    .bind(before)
+    .bind(after)
+    .bind(comment)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The state after a claim by `actor` until `until`.
+fn claimed_json(actor: &Actor, until: DateTime<Utc>) -> Value {
+    json!({"status": "claimed", "claimed_by": actor.name, "claim_expires_at": until, "resolution": null})
+}
+
+/// An item just claimed by [`claim_next`]: its id, its state before the
+/// claim (status, claimant, expiry) and the new claim's expiry.
+type ClaimedNext = (
+    Uuid,
+    String,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+
+/// open (or expired claim) -> claimed: takes the oldest claimable item
+/// matching `filter`, skipping rows another reviewer is claiming right now
+/// (`FOR UPDATE SKIP LOCKED`), so concurrent reviewers never get the same item.
+pub async fn claim_next(
+    pool: &PgPool,
+    actor: &Actor,
+    ttl: Duration,
+    filter: &Filter,
+) -> sqlx::Result<Option<ReviewRow>> {
+    let mut tx = pool.begin().await?;
+    let claimed: Option<ClaimedNext> =
+        sqlx::query_as(AssertSqlSafe(format!(
+            "WITH next AS (
+                 SELECT i.id, i.status, i.claimed_by, i.claim_expires_at FROM review_items i
+                 WHERE (i.status = 'open' OR (i.status = 'claimed' AND i.claim_expires_at < now()))
+                   AND {FILTER_WHERE}
+                 ORDER BY i.created_at, i.id LIMIT 1
+                 FOR UPDATE SKIP LOCKED)
+             UPDATE review_items i
+             SET status = 'claimed', claimed_by = $6, claimed_at = now(),
+                 claim_expires_at = now() + make_interval(secs => $7), updated_at = now()
+             FROM next WHERE i.id = next.id
+             RETURNING i.id, next.status, next.claimed_by, next.claim_expires_at, i.claim_expires_at"
+        )))
+        .bind(&filter.category)
+        .bind(filter.min_confidence)
+        .bind(filter.max_confidence)
+        .bind(filter.older_than.map(|d| d.as_secs_f64()))
+        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+        .bind(&actor.name)
+        .bind(ttl.as_secs_f64())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some((id, before_status, before_by, before_until, until)) = claimed else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let before = json!({
+        "status": if before_status == "claimed" { "open" } else { before_status.as_str() },
+        "claimed_by": before_by, "claim_expires_at": before_until,
+        "expired_claim": before_status == "claimed",
+    });
+    audit_in_tx(
+        &mut tx,
+        id,
+        actor,
+        "claim",
+        &before,
+        &claimed_json(actor, until),
+        None,
+    )
+    .await?;
+    let row = get(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// open (or expired claim, or our own claim) -> claimed for one item.
+/// Refuses an item someone else holds, or one already closed.
+pub async fn claim(
+    pool: &PgPool,
+    id: Uuid,
+    actor: &Actor,
+    ttl: Duration,
+) -> Result<ReviewRow, ReviewError> {
+    let mut tx = pool.begin().await?;
+    let state = lock_state(&mut tx, id)
+        .await?
+        .ok_or(ReviewError::NotFound(id))?;
+    match state.status.as_str() {
+        "resolved" | "dismissed" => {
+            return Err(ReviewError::Closed {
+                id,
+                status: state.status,
+            });
+        }
+        "claimed" if !state.expired && state.claimed_by.as_deref() != Some(&actor.name) => {
+            return Err(ReviewError::ClaimedByOther {
+                id,
+                by: state.claimed_by.unwrap_or_default(),
+                until: state.claim_expires_at.unwrap_or_else(Utc::now),
+            });
+        }
+        _ => {}
+    }
+    let until: DateTime<Utc> = sqlx::query_scalar(
+        "UPDATE review_items
+         SET status = 'claimed', claimed_by = $2, claimed_at = now(),
+             claim_expires_at = now() + make_interval(secs => $3), updated_at = now()
+         WHERE id = $1 RETURNING claim_expires_at",
+    )
+    .bind(id)
+    .bind(&actor.name)
+    .bind(ttl.as_secs_f64())
+    .fetch_one(&mut *tx)
+    .await?;
+    audit_in_tx(
+        &mut tx,
+        id,
+        actor,
+        "claim",
+        &state.audit_json(),
+        &claimed_json(actor, until),
+        None,
+    )
+    .await?;
+    let row = get(&mut tx, id).await?.ok_or(ReviewError::NotFound(id))?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// One audit entry.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct AuditRow {
+    pub id: i64,
+    pub actor: String,
+    pub via: String,
+    pub action: String,
+    pub before: Value,
+    pub after: Value,
+    pub comment: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// The audit trail of one item, oldest first.
+pub async fn audit(pool: &PgPool, id: Uuid) -> sqlx::Result<Vec<AuditRow>> {
+    sqlx::query_as(
+        "SELECT id, actor, via, action, before, after, comment, at
+         FROM review_audit WHERE item_id = $1 ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+}
+
+impl Filter {
+    /// Builds a filter from user input (CLI flags or query parameters),
+    /// naming the offending field on error. `statuses` is comma-separated.
+    pub fn parse(
+        statuses: Option<&str>,
+        category: Option<&str>,
+        min_confidence: Option<f32>,
+        max_confidence: Option<f32>,
+        older_than: Option<&str>,
+        newer_than: Option<&str>,
+    ) -> Result<Filter, String> {
+        let mut filter = Filter::default();
+        for s in statuses.into_iter().flat_map(|s| s.split(',')) {
+            let s = s.trim().to_ascii_lowercase();
+            if s.is_empty() {
+                continue;
+            }
+            if !STATUSES.contains(&s.as_str()) {
+                return Err(format!(
+                    "status: {s:?} is not one of {}",
+                    STATUSES.join(", ")
+                ));
+            }
+            filter.statuses.push(s);
+        }
+        if let Some(c) = category {
+            let c: crate::types::Category = c.parse().map_err(|e| format!("category: {e}"))?;
+            filter.category = Some(c.as_str().to_string());
+        }
+        for (name, v) in [
+            ("min_confidence", min_confidence),
+            ("max_confidence", max_confidence),
+        ] {
+            if let Some(v) = v
+                && !(0.0..=1.0).contains(&v)
+            {
+                return Err(format!("{name}: {v} is outside 0..=1"));
+            }
+        }
+        filter.min_confidence = min_confidence;
+        filter.max_confidence = max_confidence;
+        let age = |name: &str, v: Option<&str>| {
+            v.map(|t| crate::config::parse_duration(t).map_err(|e| format!("{name}: {e}")))
+                .transpose()
+        };
+        filter.older_than = age("older_than", older_than)?;
+        filter.newer_than = age("newer_than", newer_than)?;
+        Ok(filter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_name_the_bad_field() {
+        let f = Filter::parse(
+            Some("open,claimed"),
+            Some("infra_error"),
+            Some(0.2),
+            None,
+            Some("1h"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.statuses, ["open", "claimed"]);
+        assert_eq!(f.category.as_deref(), Some("INFRA_ERROR"));
+        assert_eq!(f.older_than, Some(Duration::from_secs(3600)));
+        assert!(
+            Filter::parse(Some("closed"), None, None, None, None, None)
+                .unwrap_err()
+                .starts_with("status")
+        );
+        assert!(
+            Filter::parse(None, Some("boom"), None, None, None, None)
+                .unwrap_err()
+                .starts_with("category")
+        );
+        assert!(
+            Filter::parse(None, None, Some(1.5), None, None, None)
+                .unwrap_err()
+                .starts_with("min_confidence")
+        );
+        assert!(
+            Filter::parse(None, None, None, None, None, Some("x"))
+                .unwrap_err()
+                .starts_with("newer_than")
+        );
+    }
+}
+
+/// How much is waiting for a reviewer.
+#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+pub struct Backlog {
+    /// Open or claimed items.
+    pub open: i64,
+    /// Age of the oldest of them, 0 when there is none.
+    pub oldest_age_secs: f64,
+}
+
+/// Reads the size and age of the open review backlog (read-only; served by
+/// the partial index on open items).
+pub async fn backlog(pool: &PgPool) -> sqlx::Result<Backlog> {
+    sqlx::query_as(
+        "SELECT count(*) AS open,
+                coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_age_secs
+         FROM review_items WHERE status IN ('open', 'claimed')",
+    )
+    .fetch_one(pool)
     .await
 }

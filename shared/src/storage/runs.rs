@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::{events::RunLimits, review};
 use crate::{
-    queue,
+    queue::{self, AfterCommit, Pending},
     types::{RunStatus, StepRecord, StepTask},
 };
 
@@ -55,6 +55,8 @@ pub struct RunRow {
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// W3C trace context of the ingest span: the parent of every step span.
+    pub traceparent: Option<String>,
 }
 
 impl RunRow {
@@ -66,7 +68,7 @@ impl RunRow {
 const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
     max_attempts, next_attempt_at, last_error, lease_owner, lease_expires_at, lease_epoch, fingerprint,
     category, confidence, result, failure_reason, tokens_in, tokens_out, cost_usd, created_at, updated_at,
-    started_at, finished_at";
+    started_at, finished_at, traceparent";
 
 /// The right to write a run's next checkpoint, valid while owner and epoch match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,22 +85,27 @@ pub struct Backoff {
     pub max: Duration,
 }
 
-/// Creates a queued run for `event_id` and pushes its first step task (inside `tx`).
+/// Creates a queued run for `event_id` and pushes its first step task
+/// (inside `tx`, or into `after` with the Redis broker), recording the
+/// current span's trace context on the run.
 pub async fn create_in_tx(
     tx: &mut Transaction<'_, Postgres>,
+    after: &mut AfterCommit,
     event_id: Uuid,
     limits: RunLimits,
 ) -> anyhow::Result<Uuid> {
     let run_id = Uuid::now_v7();
     sqlx::query(
-        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts)
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts, traceparent)
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(run_id)
     .bind(event_id)
     .bind(limits.priority)
     .bind(limits.max_iterations)
     .bind(limits.max_attempts)
+    // The caller's span (ingest) becomes the root of the run's trace.
+    .bind(crate::telemetry::current_traceparent())
     .execute(&mut **tx)
     .await?;
     let first = StepTask {
@@ -106,7 +113,7 @@ pub async fn create_in_tx(
         iteration: 1,
         attempt: 0,
     };
-    queue::push_step(tx, &first, limits.priority, None).await?;
+    queue::push_step(tx, after, &first, limits.priority, None).await?;
     Ok(run_id)
 }
 
@@ -201,6 +208,9 @@ pub struct Checkpoint<'a> {
     pub step_ms: i32,
     /// Set by the iteration that computed the failure's fingerprint.
     pub fingerprint: Option<String>,
+    /// The normalised failure text, set with the fingerprint (the error
+    /// library's text tier, [`super::similar`]).
+    pub failure_text: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,8 +221,8 @@ pub enum CommitOutcome {
 }
 
 /// running -> queued (next step pushed) or a terminal state, together with
-/// the iteration's checkpoint and any review item, in one transaction fenced
-/// by the lease epoch.
+/// the iteration's checkpoint, any review item and the run's notification
+/// (outbox), in one transaction fenced by the lease epoch.
 pub async fn commit_step(
     pool: &PgPool,
     lease: &Lease,
@@ -220,6 +230,7 @@ pub async fn commit_step(
     next: &Next,
 ) -> sqlx::Result<CommitOutcome> {
     let mut tx = pool.begin().await?;
+    let mut after = AfterCommit::default();
     let (status, result, category, confidence) = match next {
         Next::Continue => (RunStatus::Queued, None, None, None),
         Next::Finish(f) => (
@@ -233,7 +244,7 @@ pub async fn commit_step(
         "UPDATE analysis_runs
          SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
              lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(),
-             fingerprint = coalesce($6, fingerprint),
+             fingerprint = coalesce($6, fingerprint), failure_text = coalesce($14, failure_text),
              result = coalesce($7, result), category = coalesce($8, category),
              confidence = coalesce($9, confidence),
              tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
@@ -255,6 +266,7 @@ pub async fn commit_step(
     .bind(i64::from(cp.record.tokens_in))
     .bind(i64::from(cp.record.tokens_out))
     .bind(cp.record.cost_usd)
+    .bind(&cp.failure_text)
     .fetch_optional(&mut *tx)
     .await?;
     let Some(priority) = priority else {
@@ -270,7 +282,7 @@ pub async fn commit_step(
                 iteration: cp.record.iteration + 1,
                 attempt: 0,
             };
-            queue::push_step(&mut tx, &step, priority, None)
+            queue::push_step(&mut tx, &mut after, &step, priority, None)
                 .await
                 .map_err(queue_error)?;
         }
@@ -285,10 +297,12 @@ pub async fn commit_step(
                 )
                 .await?;
             }
+            super::outbox::insert_in_tx(&mut tx, lease.run_id).await?;
             notify_finished(&mut tx, lease.run_id).await?;
         }
     }
     tx.commit().await?;
+    after.flush().await;
     Ok(CommitOutcome::Committed)
 }
 
@@ -373,14 +387,25 @@ pub async fn record_failure(
         tx.rollback().await?;
         return Ok(FailureOutcome::Fenced);
     };
-    let outcome = after_failure(&mut tx, &failed, error, transient, Some(&lease.owner)).await?;
+    let mut after = AfterCommit::default();
+    let outcome = after_failure(
+        &mut tx,
+        &mut after,
+        &failed,
+        error,
+        transient,
+        Some(&lease.owner),
+    )
+    .await?;
     tx.commit().await?;
+    after.flush().await;
     Ok(outcome)
 }
 
 /// Records the attempt, then queues the retry or dead-letters the run.
 async fn after_failure(
     tx: &mut Transaction<'_, Postgres>,
+    after: &mut AfterCommit,
     f: &Failed,
     error: &str,
     transient: bool,
@@ -404,7 +429,7 @@ async fn after_failure(
             iteration: f.iteration + 1,
             attempt: f.attempts,
         };
-        queue::push_step(tx, &step, f.priority, Some(f.next_attempt_at))
+        queue::push_step(tx, after, &step, f.priority, Some(f.next_attempt_at))
             .await
             .map_err(queue_error)?;
         Ok(FailureOutcome::Retrying {
@@ -447,10 +472,12 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> sqlx::Result<bool> {
         iteration: iteration + 1,
         attempt,
     };
-    queue::push_step(&mut tx, &step, priority, None)
+    let mut after = AfterCommit::redelivery();
+    queue::push_step(&mut tx, &mut after, &step, priority, None)
         .await
         .map_err(queue_error)?;
     tx.commit().await?;
+    after.flush().await;
     Ok(true)
 }
 
@@ -479,10 +506,12 @@ pub async fn reconcile_expired(pool: &PgPool, backoff: Backoff, limit: i64) -> s
         .bind(backoff.max.as_secs_f64())
         .fetch_all(&mut *tx)
         .await?;
+    let mut after = AfterCommit::default();
     for failed in &rows {
-        after_failure(&mut tx, failed, error, true, None).await?;
+        after_failure(&mut tx, &mut after, failed, error, true, None).await?;
     }
     tx.commit().await?;
+    after.flush().await;
     Ok(rows.len())
 }
 
@@ -495,32 +524,43 @@ async fn notify_finished(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<
     Ok(())
 }
 
-fn queue_error(e: apalis_postgres::Error) -> sqlx::Error {
+fn queue_error(e: queue::QueueError) -> sqlx::Error {
     match e {
-        apalis_postgres::Error::Database(db) => db,
+        queue::QueueError::Postgres(apalis_postgres::Error::Database(db)) => db,
         other => sqlx::Error::Protocol(format!("queue push failed: {other}")),
     }
 }
 
-/// Past runs whose failure had the same fingerprint (the error library's
-/// exact-match tier), newest first.
-pub async fn similar_by_fingerprint(
+/// Runs waiting for their next step (queued, or a retry that is due) since
+/// longer than `older_than`: with the Redis broker, the reconciler checks
+/// that each one's step task still waits in Redis (I6).
+pub async fn waiting_steps(
     pool: &PgPool,
-    fingerprint: &str,
-    exclude: Uuid,
+    older_than: Duration,
     limit: i64,
-) -> sqlx::Result<Vec<RunRow>> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {RUN_COLUMNS} FROM analysis_runs
-         WHERE fingerprint = $1 AND id <> $2 AND status IN ('completed', 'needs_review')
-           AND result IS NOT NULL
-         ORDER BY finished_at DESC NULLS LAST LIMIT $3"
-    )))
-    .bind(fingerprint)
-    .bind(exclude)
+) -> sqlx::Result<Vec<Pending>> {
+    let rows: Vec<(Uuid, i32, i32, i32)> = sqlx::query_as(
+        "SELECT id, iteration + 1, attempts, priority FROM analysis_runs
+         WHERE (status = 'queued' AND updated_at < now() - make_interval(secs => $1))
+            OR (status = 'retry_wait' AND next_attempt_at < now() - make_interval(secs => $1))
+         ORDER BY updated_at LIMIT $2",
+    )
+    .bind(older_than.as_secs_f64())
     .bind(limit)
     .fetch_all(pool)
-    .await
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(run_id, iteration, attempt, priority)| Pending {
+            step: StepTask {
+                run_id,
+                iteration,
+                attempt,
+            },
+            priority,
+            run_at: None,
+        })
+        .collect())
 }
 
 /// Counts runs by status (for summaries and benchmarks).

@@ -33,3 +33,28 @@ pub async fn count_by_status(pool: &PgPool) -> sqlx::Result<Vec<(String, i64)>> 
         .fetch_all(pool)
         .await
 }
+
+/// Waiting step tasks of one priority: `ready` are due now, `scheduled`
+/// wait for their `run_at` (retries in backoff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct QueueDepth {
+    pub priority: i32,
+    pub ready: i64,
+    pub scheduled: i64,
+}
+
+/// Counts waiting step tasks by priority (read-only; uses the status index,
+/// so it stays cheap enough to run on every metrics scrape).
+pub async fn queue_depth(pool: &PgPool) -> sqlx::Result<Vec<QueueDepth>> {
+    sqlx::query_as(
+        "SELECT coalesce(priority, 0) AS priority,
+                count(*) FILTER (WHERE run_at <= now()) AS ready,
+                count(*) FILTER (WHERE run_at > now()) AS scheduled
+         FROM apalis.jobs
+         WHERE job_type = $1 AND status IN ('Pending', 'Queued')
+         GROUP BY 1 ORDER BY 1",
+    )
+    .bind(STEP_QUEUE)
+    .fetch_all(pool)
+    .await
+}

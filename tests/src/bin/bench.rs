@@ -1,5 +1,15 @@
 //! `faultline-bench`: the engine's own overhead, measured on this machine.
 //!
+//! By default it runs the whole matrix: this machine's `pgbench -N` TPS as
+//! the ceiling, then, for each broker (`BENCH_BACKENDS`, default
+//! `postgres,redis`) and each number of worker processes
+//! (`BENCH_WORKER_SET`, default `1,2,4,8`), itself as a child
+//! (`BENCH_MODE=one`) measuring the steps below; it prints one table.
+//! A child keeps the total concurrency constant (`BENCH_CONCURRENCY_TOTAL`,
+//! default 16) so the rows compare process counts, not slot counts.
+//!
+//! One child:
+//! 0. Enqueue: the burst's runs enqueued one by one (runs/s).
 //! 1. Unloaded: runs analysed one at a time by W real `faultline-worker`
 //!    processes (heuristic reasoner, no network): the interval between
 //!    consecutive checkpoints of a run (queue hop + claim + step + commit).
@@ -18,7 +28,7 @@ use std::{
 
 use anyhow::Context;
 use faultline_shared::{
-    Settings, StepRecord, StepTask, db,
+    Settings, StepRecord, StepTask, db, queue,
     storage::{
         events::{self, NewEvent, RunLimits},
         runs::{self, Checkpoint, Next},
@@ -27,6 +37,9 @@ use faultline_shared::{
 use hdrhistogram::Histogram;
 use serde_json::json;
 use sqlx::{Connection, PgConnection, PgPool};
+
+#[path = "bench/matrix.rs"]
+mod matrix;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -37,6 +50,9 @@ fn env_or(name: &str, default: usize) -> usize {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if std::env::var("BENCH_MODE").as_deref() != Ok("one") {
+        return matrix::run().await;
+    }
     let runs = env_or("BENCH_RUNS", 300);
     let workers = env_or("BENCH_WORKERS", 2);
     let concurrency = env_or("BENCH_CONCURRENCY", 16);
@@ -83,7 +99,12 @@ async fn bench(
     })?;
     let pool = db::connect(&settings, (committers + 4) as u32).await?;
     db::migrate(&pool).await?;
-    println!("faultline-bench on {}", machine());
+    queue::install(&settings).await?;
+    println!(
+        "faultline-bench on {}, broker {}",
+        machine(),
+        settings.queue_backend.as_str()
+    );
 
     let bin = std::env::current_exe()?
         .parent()
@@ -93,9 +114,12 @@ async fn bench(
         .map(|i| {
             Command::new(&bin)
                 .env("DATABASE_URL", url)
+                .env("QUEUE_BACKEND", settings.queue_backend.as_str())
+                .env("FAULTLINE_REDIS_NAMESPACE", &settings.redis_namespace)
                 .env("FAULTLINE_WORKER_ID", format!("bench-{i}"))
                 .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
                 .env("RUST_LOG", "warn")
+                .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -134,6 +158,7 @@ async fn bench(
         .await?;
 
     // 2. Loaded: a burst of runs.
+    let enqueue_started = Instant::now();
     for i in 0..runs {
         let log = sample_log(i);
         let event = NewEvent {
@@ -143,6 +168,11 @@ async fn bench(
         };
         events::ingest(&pool, &event, log.as_bytes(), limits).await?;
     }
+    let enqueue_secs = enqueue_started.elapsed().as_secs_f64();
+    println!(
+        "\nenqueue: {runs} runs (event + log + run + first step task) one by one in {enqueue_secs:.2} s = {:.0} runs/s",
+        runs as f64 / enqueue_secs
+    );
     let started = Instant::now();
     wait_all_finished(&pool).await?;
     let wall = started.elapsed();
@@ -183,7 +213,24 @@ async fn bench(
     );
 
     // 3. The checkpoint transaction alone.
-    commit_latency(&pool, commits, committers).await?;
+    let commit = commit_latency(&pool, commits, committers).await?;
+    if settings.queue_backend == faultline_shared::config::QueueBackend::Redis {
+        faultline_tests::wipe_redis_namespace(
+            settings.redis_url.expose(),
+            &settings.redis_namespace,
+        )
+        .await?;
+    }
+    // One machine-readable line for the matrix.
+    println!(
+        "BENCH_RESULT {}",
+        json!({
+            "backend": settings.queue_backend.as_str(), "workers": workers, "concurrency": concurrency,
+            "steps": steps, "steps_per_s": steps as f64 / span, "enqueue_per_s": runs as f64 / enqueue_secs,
+            "interval_p99_ms": quantiles(&gaps).2, "commit_p50_ms": commit.0, "commit_p99_ms": commit.2,
+            "commits_per_s": commit.3,
+        })
+    );
     Ok(())
 }
 
@@ -219,7 +266,12 @@ async fn checkpoint_intervals(pool: &PgPool) -> anyhow::Result<Vec<f64>> {
 }
 
 /// Claims and commits iterations directly, `committers` at a time.
-async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> anyhow::Result<()> {
+/// Returns (p50, p90, p99) in ms and commits/s.
+async fn commit_latency(
+    pool: &PgPool,
+    commits: usize,
+    committers: usize,
+) -> anyhow::Result<(f64, f64, f64, f64)> {
     let per_run = 5;
     let limits = RunLimits {
         max_iterations: 50,
@@ -266,7 +318,7 @@ async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> any
                             is_final: false,
                             ..Default::default()
                         };
-                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None };
+                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None };
                         let t = Instant::now();
                         runs::commit_step(&pool, &lease, &cp, &Next::Continue).await?;
                         samples.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -280,14 +332,27 @@ async fn commit_latency(pool: &PgPool, commits: usize, committers: usize) -> any
         all.extend(t.await??);
     }
     let secs = started.elapsed().as_secs_f64();
-    println!("\nstep commit (fenced run update + journal row + next-task push, one transaction):");
     println!(
-        "  {} commits by {committers} concurrent committers in {secs:.2} s = {:.0} commits/s",
+        "\nstep commit (fenced run update + journal row + next-task push; Redis: push after the commit):"
+    );
+    let rate = all.len() as f64 / secs;
+    println!(
+        "  {} commits by {committers} concurrent committers in {secs:.2} s = {rate:.0} commits/s",
         all.len(),
-        all.len() as f64 / secs
     );
     report("  commit latency", &all);
-    Ok(())
+    let (p50, p90, p99) = quantiles(&all);
+    Ok((p50, p90, p99, rate))
+}
+
+/// (p50, p90, p99) of millisecond samples.
+fn quantiles(ms: &[f64]) -> (f64, f64, f64) {
+    let mut h = Histogram::<u64>::new(3).unwrap();
+    for v in ms {
+        let _ = h.record((v * 1000.0).max(1.0) as u64);
+    }
+    let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    (q(0.5), q(0.9), q(0.99))
 }
 
 fn report(label: &str, ms: &[f64]) {

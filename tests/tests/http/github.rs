@@ -168,13 +168,8 @@ async fn github_deliveries_that_are_not_failures_are_ignored_with_the_reason() {
         ),
         (
             "workflow_run",
-            with(run.clone(), "/workflow_run/conclusion", json!("success")),
-            "workflow_run conclusion \"success\" is not a failure (only \"failure\" and \"timed_out\")",
-        ),
-        (
-            "workflow_run",
             with(run.clone(), "/workflow_run/conclusion", json!("cancelled")),
-            "workflow_run conclusion \"cancelled\" is not a failure",
+            "workflow_run conclusion \"cancelled\" is not a failure (only \"failure\" and \"timed_out\")",
         ),
         (
             "workflow_job",
@@ -205,4 +200,46 @@ async fn github_deliveries_that_are_not_failures_are_ignored_with_the_reason() {
     }
     assert_eq!(count(&db, "failure_events").await, 0);
     assert_eq!(count(&db, "analysis_runs").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_successful_github_job_is_recorded_as_a_pass_in_the_history_without_a_run() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let mut job = fixture("github-workflow-job-timed-out.json");
+    *job.pointer_mut("/workflow_job/conclusion").unwrap() = json!("success");
+    for _ in 0..2 {
+        let (status, body) = server
+            .github("workflow_job", "pass-1", &bytes(&job), Some(GITHUB_SECRET))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["recorded"], "success");
+    }
+    assert_eq!(
+        count(&db, "analysis_runs").await,
+        0,
+        "a pass starts no analysis"
+    );
+    assert_eq!(
+        count(&db, "ci_outcomes").await,
+        1,
+        "a redelivery records nothing new"
+    );
+    // The pass is filed under the same job name a failure of that job gets.
+    let (status, failed) = server
+        .github(
+            "workflow_job",
+            "fail-1",
+            &bytes(&fixture("github-workflow-job-timed-out.json")),
+            Some(GITHUB_SECRET),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{failed}");
+    let (failure_job, pass_job): (String, String) = sqlx::query_as(
+        "SELECT (SELECT job_name FROM failure_events), (SELECT job_name FROM ci_outcomes)",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(failure_job, pass_job);
 }

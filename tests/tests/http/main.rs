@@ -4,23 +4,24 @@
 //!
 //! - `github`: signatures, deliveries, redelivery, ignored events.
 //! - `jenkins`: Notification plugin builds, phases, inline logs.
+//! - `fetch`: the worker fetches a webhook event's log (GitHub redirect, Jenkins console).
 //! - `api`: `/api/v1/analyses` with token roles; bad input; health and shutdown.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
 mod api;
+mod fetch;
 mod github;
 mod jenkins;
 
-use std::{io::Read, path::Path, process::Stdio, time::Duration};
+use std::{io::Read, path::Path};
 
 use faultline_shared::storage::events::StoredLogReader;
-use faultline_tests::{TestDb, bin};
+use faultline_tests::TestDb;
 use hmac::{Hmac, Mac};
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::Value;
 use sha2::Sha256;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use uuid::Uuid;
 
 pub const GITHUB_SECRET: &str = "gh-secret-for-tests";
@@ -34,38 +35,17 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts the server on port 0 and reads the address it prints.
+    /// Starts the server on port 0 (with both webhook secrets set).
     pub async fn start(db: &TestDb, env: &[(&str, &str)]) -> Server {
-        let stderr = std::fs::File::create(db.dir.join("serve.log")).unwrap();
-        let mut child = tokio::process::Command::new(bin("faultline"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", &db.url)
-            .env("GITHUB_WEBHOOK_SECRET", GITHUB_SECRET)
-            .env("JENKINS_WEBHOOK_TOKEN", JENKINS_TOKEN)
-            .env("RUST_LOG", "warn")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start faultline serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("serve printed nothing within 30s")
-            .unwrap()
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(db.dir.join("serve.log")).unwrap_or_default();
-                panic!("serve exited before listening: {log}")
-            });
-        let base = line
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
+        let mut vars = vec![
+            ("GITHUB_WEBHOOK_SECRET", GITHUB_SECRET),
+            ("JENKINS_WEBHOOK_TOKEN", JENKINS_TOKEN),
+        ];
+        vars.extend(env.iter().copied());
+        let serve = db.serve(&vars).await;
         Server {
-            child,
-            base,
+            child: serve.child,
+            base: serve.base,
             http: reqwest::Client::new(),
         }
     }

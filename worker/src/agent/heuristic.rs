@@ -1,6 +1,8 @@
 //! The built-in reasoner: offline and deterministic. It reads the failure
-//! excerpt (which carries the signature classification), looks the failure
-//! up in the knowledge base and the error library, explores the log's tail
+//! excerpt (which carries the signature classification), then calls what the
+//! [routing table](super::routing) lists for the category (knowledge base,
+//! error library, failure history; source code only when retrieval is
+//! weak), explores the log's tail
 //! when verification asked it to self-correct, and answers with citations of
 //! what it observed.
 
@@ -9,8 +11,15 @@ use serde_json::{Value, json};
 
 use futures::future::BoxFuture;
 
-use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner};
-use crate::tools::{LOG_EXCERPT, SEARCH_KNOWLEDGE, SIMILAR_FAILURES};
+use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, verify};
+use crate::tools::{
+    FAILURE_HISTORY, LOG_EXCERPT, REVIEW_RESOLUTION, SEARCH_KNOWLEDGE, SIMILAR_FAILURES,
+};
+
+/// The reasoner's own confidence in an answer a reviewer confirmed for the
+/// same fingerprint: with the resolution's retrieval strength (0.95) and
+/// full grounding it clears the auto-accept threshold.
+const HUMAN_CONFIRMED_SELF: f32 = 0.85;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HeuristicReasoner;
@@ -44,31 +53,17 @@ impl HeuristicReasoner {
             }
             return answer_without_evidence(state);
         };
-        let classification = &excerpt.observation["classification"];
-        let category = category_of(classification);
+        let category = category_of(&excerpt.observation["classification"]);
 
-        if !state.must_answer() && state.observations_of(SEARCH_KNOWLEDGE).next().is_none() {
-            let query = knowledge_query(&excerpt.observation);
-            return act(
-                &format!(
-                    "The excerpt points to {category}; look up documented patterns that match its signals."
-                ),
-                SEARCH_KNOWLEDGE,
-                json!({"query": query, "limit": 5}),
-            );
-        }
-        let fingerprint = excerpt.observation["fingerprint"]
-            .as_str()
-            .unwrap_or_default();
-        if !state.must_answer()
-            && !fingerprint.is_empty()
-            && state.observations_of(SIMILAR_FAILURES).next().is_none()
-        {
-            return act(
-                "Check the error library: was a failure with the same fingerprint analysed before?",
-                SIMILAR_FAILURES,
-                json!({"fingerprint": fingerprint}),
-            );
+        // Gather what the routing table says is worth it for this category.
+        if !state.must_answer() {
+            let called: Vec<&str> = state.journal.iter().map(|s| s.action.as_str()).collect();
+            let (retrieval, _) = verify::retrieval_from_journal(state.journal, category);
+            for tool in routing::route(category).pending(state.tools, &called, retrieval) {
+                if let Some((thought, input)) = call_for(tool, state, excerpt, category) {
+                    return act(&thought, tool, input);
+                }
+            }
         }
         let asked_to_self_correct = state
             .journal
@@ -90,6 +85,88 @@ impl HeuristicReasoner {
             draft: draft(state, excerpt),
         }
     }
+}
+
+/// The thought and arguments of a routed call, or `None` when the journal
+/// gives nothing to call it with (no fingerprint, no file location, …).
+fn call_for(
+    tool: &str,
+    state: &AgentState<'_>,
+    excerpt: &StepRecord,
+    category: Category,
+) -> Option<(String, Value)> {
+    let obs = &excerpt.observation;
+    let event = state.event;
+    let location = || source_location(obs);
+    match tool {
+        SEARCH_KNOWLEDGE => Some((
+            format!(
+                "The excerpt points to {category}; look up documented patterns that match its signals."
+            ),
+            json!({"query": knowledge_query(obs), "limit": 5}),
+        )),
+        SIMILAR_FAILURES => {
+            let fingerprint = obs["fingerprint"].as_str().filter(|f| !f.is_empty())?;
+            Some((
+                "Check the error library: was this failure (same fingerprint or similar text) analysed before?".into(),
+                json!({"fingerprint": fingerprint}),
+            ))
+        }
+        FAILURE_HISTORY => (event.job_name.is_some() || event.test_name.is_some()).then(|| {
+            (
+                "Is this failure flaky or newly broken? Read the job's and test's history.".into(),
+                json!({}),
+            )
+        }),
+        routing::GITHUB_FILE if event.repository.is_some() => {
+            let (path, line) = location()?;
+            Some((
+                format!("Retrieval is weak; read the code at {path}:{line} where the log points."),
+                json!({"path": path, "line": line}),
+            ))
+        }
+        routing::GITHUB_BLAME if event.repository.is_some() => {
+            let (path, line) = location()?;
+            Some((
+                format!("Who last changed {path}:{line}?"),
+                json!({"path": path, "start_line": line, "end_line": line}),
+            ))
+        }
+        routing::GITHUB_COMMITS if event.repository.is_some() => {
+            let input = match location() {
+                Some((path, _)) => json!({"path": path, "limit": 10}),
+                None => json!({"limit": 10}),
+            };
+            Some((
+                "Retrieval is weak; list the recent commits that may have caused it.".into(),
+                input,
+            ))
+        }
+        routing::JENKINS_CONSOLE if event.source == "jenkins" => Some((
+            "Read the end of the Jenkins console for the final error and exit status.".into(),
+            json!({"part": "tail"}),
+        )),
+        // Code search needs a better question than a heuristic can ask.
+        _ => None,
+    }
+}
+
+/// The first repository-relative `path:line` in the failure's key lines.
+fn source_location(observation: &Value) -> Option<(String, u64)> {
+    static LOCATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?:^|[\s('\x22])([A-Za-z0-9_][\w.-]*(?:/[\w.-]+)*\.[A-Za-z]{1,8}):(\d+)",
+        )
+        .expect("valid regex")
+    });
+    observation["error_lines"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|line| {
+            let c = LOCATION.captures(line)?;
+            Some((c[1].to_string(), c[2].parse().ok()?))
+        })
 }
 
 fn act(thought: &str, tool: &str, input: Value) -> Decision {
@@ -204,23 +281,37 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
         });
     }
 
-    // The error library: past analyses of the same fingerprint.
-    let mut retrieval: f32 = 0.0;
+    // The error library: past analyses of the same or a similar failure.
+    let mut confirmed: Option<(String, String, String)> = None;
     let similar = state.observations_of(SIMILAR_FAILURES).last();
     if let Some(similar) = similar {
         let matches = similar.observation["matches"]
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let agreeing: Vec<&Value> = matches
-            .iter()
-            .filter(|m| {
-                m["category"]
+        // A reviewer already decided what this fingerprint is: adopt their
+        // answer and cite the resolution (verification counts it as the
+        // strongest retrieval there is).
+        if let Some(human) = matches.iter().find(|m| m["source"] == REVIEW_RESOLUTION)
+            && let Some(human_category) = human["category"].as_str().and_then(|c| c.parse().ok())
+        {
+            category = human_category;
+            self_confidence = self_confidence.max(HUMAN_CONFIRMED_SELF);
+            if let Some(id) = human["resolution_id"].as_str() {
+                evidence.push(Evidence {
+                    iteration: similar.iteration,
+                    quote: id.to_string(),
+                });
+            }
+            confirmed = Some((
+                human["root_cause"].as_str().unwrap_or_default().to_string(),
+                human["fix"].as_str().unwrap_or_default().to_string(),
+                human["resolved_by"]
                     .as_str()
-                    .and_then(|c| c.parse::<Category>().ok())
-                    == Some(category)
-            })
-            .collect();
+                    .unwrap_or("a reviewer")
+                    .to_string(),
+            ));
+        }
         if category == Category::Unknown
             && let Some(first) = matches
                 .first()
@@ -230,14 +321,18 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             category = first;
             self_confidence = self_confidence.max(0.5);
         }
-        if let Some(m) = agreeing.first() {
-            retrieval = retrieval.max(if m["status"] == "completed" { 0.9 } else { 0.6 });
-            if let Some(run) = m["run_id"].as_str() {
-                evidence.push(Evidence {
-                    iteration: similar.iteration,
-                    quote: run.to_string(),
-                });
-            }
+        let strongest = matches
+            .iter()
+            .map(|m| (verify::match_strength(m, category), m))
+            .filter(|(strength, _)| *strength > 0.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((_, m)) = strongest
+            && let Some(run) = m["run_id"].as_str()
+        {
+            evidence.push(Evidence {
+                iteration: similar.iteration,
+                quote: run.to_string(),
+            });
         }
     }
 
@@ -260,14 +355,9 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
                 .find(|m| m["category"] == category.as_str())
         });
     let mut kb_refs = Vec::new();
-    let (root_cause, fix) = match (best, kb_step) {
+    let (root_cause, fix_from_kb) = match (best, kb_step) {
         (Some(m), Some(step)) => {
             let slug = m["slug"].as_str().unwrap_or_default().to_string();
-            let rank = m["rank"].as_f64().unwrap_or(0.0) as f32;
-            let exact = hit_slugs.contains(&slug.as_str());
-            // The matched signature's own documented pattern is the strongest
-            // retrieval there is; a related entry found by text is weaker.
-            retrieval = retrieval.max(if exact { 0.9 } else { 0.55 + rank.min(0.3) });
             evidence.push(Evidence { iteration: step.iteration, quote: slug.clone() });
             kb_refs.push(slug);
             let signal = evidence.first().map(|e| format!(" The log shows: `{}`.", e.quote)).unwrap_or_default();
@@ -287,9 +377,17 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             ),
         },
     };
+    let (root_cause, fix) = match confirmed {
+        Some((cause, fix, by)) if !cause.is_empty() => (
+            format!("{cause} (confirmed in review by {by} for this failure fingerprint)"),
+            if fix.is_empty() { fix_from_kb } else { fix },
+        ),
+        _ => (root_cause, fix_from_kb),
+    };
     // The same line can match several signatures: cite it once.
     let mut seen = std::collections::HashSet::new();
     evidence.retain(|e| seen.insert((e.iteration, e.quote.clone())));
+    let (retrieval, _) = verify::retrieval_from_journal(state.journal, category);
     Draft {
         category,
         root_cause,
@@ -307,5 +405,39 @@ fn quote(line: &str) -> String {
     match line.char_indices().nth(200) {
         Some((i, _)) => line[..i].to_string(),
         None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_location_is_a_relative_path_with_a_line() {
+        let obs = |lines: &[&str]| json!({ "error_lines": lines });
+        assert_eq!(
+            source_location(&obs(&[
+                "error[E0308]: mismatched types",
+                "  --> src/main.rs:4:18"
+            ])),
+            Some(("src/main.rs".into(), 4))
+        );
+        assert_eq!(
+            source_location(&obs(&["    user_test.go:42: got status 500, want 201"])),
+            Some(("user_test.go".into(), 42))
+        );
+        // Absolute paths are the runner's, not the repository's; URLs are not files.
+        assert_eq!(
+            source_location(&obs(&["/home/ci/app/src/x.rs:3: boom"])),
+            None
+        );
+        assert_eq!(
+            source_location(&obs(&["GET https://example.com:443/a"])),
+            None
+        );
+        assert_eq!(
+            source_location(&obs(&["java.lang.OutOfMemoryError: Java heap space"])),
+            None
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! routes their final answers.
 
 mod heuristic;
+pub mod judge;
 pub mod llm;
+pub mod routing;
 pub mod verify;
 
 pub use heuristic::HeuristicReasoner;
@@ -19,6 +21,8 @@ pub struct AgentState<'a> {
     /// The iteration being decided (1-based).
     pub iteration: i32,
     pub max_iterations: i32,
+    /// Names of the tools configured in this worker (routing skips the rest).
+    pub tools: &'a [&'a str],
 }
 
 impl AgentState<'_> {

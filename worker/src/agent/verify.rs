@@ -7,12 +7,35 @@ use serde_json::{Value, json};
 
 use super::Draft;
 
-/// Weights of the confidence parts (sum to 1).
-const W_SELF: f32 = 0.5;
-const W_RETRIEVAL: f32 = 0.3;
-const W_GROUNDING: f32 = 0.2;
+/// Weights of the confidence parts (each set sums to 1). Without a judge:
+/// the reasoner's own estimate dominates, retrieval and grounding temper it.
+const WEIGHTS: Weights = Weights {
+    own: 0.5,
+    retrieval: 0.3,
+    grounding: 0.2,
+    judge: 0.0,
+};
+/// With a judge score: a quarter of the weight moves to an independent
+/// model, taken from every other part in proportion (0.5/0.3/0.2 × 0.7,
+/// rounded), so a judge at 0 can pull an otherwise perfect answer down
+/// to 0.75 — below auto-accept (0.85) — but never alone below review.
+const WEIGHTS_JUDGED: Weights = Weights {
+    own: 0.35,
+    retrieval: 0.25,
+    grounding: 0.15,
+    judge: 0.25,
+};
 /// An answer that cannot name a category is never trusted on its own.
 const UNKNOWN_CAP: f32 = 0.4;
+
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+struct Weights {
+    #[serde(rename = "self")]
+    own: f32,
+    retrieval: f32,
+    grounding: f32,
+    judge: f32,
+}
 
 /// Where a verified answer goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,10 +59,11 @@ pub struct Verdict {
 }
 
 /// Retrieval strength of an answer of `category` from what the run observed:
-/// a past same-fingerprint analysis that agrees (0.9 if it completed, 0.6 if
-/// it was only reviewed), or a knowledge-base entry of the same category
-/// (0.9 when it is the entry of a signature matched in the log, else by
-/// rank). Returns the strength and the knowledge-base slugs relied on.
+/// the best agreeing error-library match ([`match_strength`]), or a
+/// knowledge-base entry of the same category (0.9 when it is the entry of a
+/// signature matched in the log, else by rank). Returns the strength and the
+/// knowledge-base slugs relied on. The one measure of retrieval: reasoners
+/// and routing read it, none computes its own.
 pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f32, Vec<String>) {
     let mut strength: f32 = 0.0;
     let mut refs = Vec::new();
@@ -56,14 +80,9 @@ pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f3
         .collect();
     for step in journal {
         for m in step.observation["matches"].as_array().into_iter().flatten() {
-            if m["category"].as_str() != Some(category.as_str()) {
-                continue;
-            }
             match step.action.as_str() {
-                "similar_failures" => {
-                    strength = strength.max(if m["status"] == "completed" { 0.9 } else { 0.6 })
-                }
-                "search_knowledge" => {
+                "similar_failures" => strength = strength.max(match_strength(m, category)),
+                "search_knowledge" if m["category"].as_str() == Some(category.as_str()) => {
                     let slug = m["slug"].as_str().unwrap_or_default();
                     let rank = m["rank"].as_f64().unwrap_or(0.0) as f32;
                     strength = strength.max(if matched.contains(&slug) {
@@ -82,6 +101,39 @@ pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f3
     (strength, refs)
 }
 
+/// How strongly one `similar_failures` match supports an answer of
+/// `category`; 0 when it names another category. A human's word (a
+/// `review_resolution`, or a run whose review was resolved) is strongest
+/// (0.95); a same-fingerprint analysis gives 0.9 if it completed, 0.6 if it
+/// only reached review; a text-similar one is scaled by its score and
+/// capped below a fingerprint match (trigram ≤ 0.85, full-text ≤ 0.7),
+/// discounted by a quarter when it was neither completed nor confirmed.
+pub fn match_strength(m: &Value, category: Category) -> f32 {
+    if m["category"].as_str() != Some(category.as_str()) {
+        return 0.0;
+    }
+    if m["source"] == "review_resolution" {
+        return 0.95;
+    }
+    let confirmed = m["human_confirmed"] == true;
+    let trusted = confirmed || m["status"] == "completed";
+    let score = m["score"].as_f64().unwrap_or(1.0).clamp(0.0, 1.0) as f32;
+    let discount = if trusted { 1.0 } else { 0.75 };
+    match m["tier"].as_str() {
+        None | Some("fingerprint") if confirmed => 0.95,
+        None | Some("fingerprint") => {
+            if trusted {
+                0.9
+            } else {
+                0.6
+            }
+        }
+        Some("trigram") => (0.45 + 0.45 * score).min(0.85) * discount,
+        Some("fulltext") => (0.3 + 0.4 * score).min(0.7) * discount,
+        Some(_) => 0.0,
+    }
+}
+
 /// True when `quote` appears in one of the string values of `observation`.
 fn appears_in(observation: &Value, quote: &str) -> bool {
     match observation {
@@ -94,12 +146,14 @@ fn appears_in(observation: &Value, quote: &str) -> bool {
 }
 
 /// Verifies `draft` against the journal and routes it. `may_self_correct` is
-/// false once the run has self-corrected or has no iteration left.
+/// false once the run has self-corrected or has no iteration left; `judge`
+/// is the judge model's score, when one was configured and answered.
 pub fn verify(
     draft: &Draft,
     journal: &[StepRecord],
     thresholds: Thresholds,
     may_self_correct: bool,
+    judge: Option<f32>,
 ) -> Verdict {
     let (grounded, rejected): (Vec<Evidence>, Vec<Evidence>) =
         draft.evidence.iter().cloned().partition(|e| {
@@ -115,9 +169,15 @@ pub fn verify(
     } else {
         grounded.len() as f32 / draft.evidence.len() as f32
     };
-    let mut confidence = W_SELF * draft.self_confidence.clamp(0.0, 1.0)
-        + W_RETRIEVAL * draft.retrieval.clamp(0.0, 1.0)
-        + W_GROUNDING * grounding;
+    let w = if judge.is_some() {
+        WEIGHTS_JUDGED
+    } else {
+        WEIGHTS
+    };
+    let mut confidence = w.own * draft.self_confidence.clamp(0.0, 1.0)
+        + w.retrieval * draft.retrieval.clamp(0.0, 1.0)
+        + w.grounding * grounding
+        + w.judge * judge.unwrap_or(0.0).clamp(0.0, 1.0);
     if draft.category == Category::Unknown {
         confidence = confidence.min(UNKNOWN_CAP);
     }
@@ -147,7 +207,7 @@ pub fn verify(
     };
     let parts = json!({
         "self": draft.self_confidence, "retrieval": draft.retrieval, "grounding": grounding,
-        "weights": {"self": W_SELF, "retrieval": W_RETRIEVAL, "grounding": W_GROUNDING},
+        "judge": judge, "weights": w,
         "rejected_citations": rejected.len(),
     });
     Verdict {
@@ -210,6 +270,7 @@ mod tests {
             &journal(),
             Thresholds::default(),
             false,
+            None,
         );
         assert_eq!(v.grounded.len(), 1);
         assert_eq!(v.rejected.len(), 2);
@@ -223,6 +284,7 @@ mod tests {
             &journal(),
             Thresholds::default(),
             true,
+            None,
         );
         assert_eq!(strong.route, Route::Complete);
         let weak = verify(
@@ -230,6 +292,7 @@ mod tests {
             &journal(),
             Thresholds::default(),
             true,
+            None,
         );
         assert!(matches!(weak.route, Route::Review { .. }));
     }
@@ -238,11 +301,11 @@ mod tests {
     fn middling_answers_self_correct_once() {
         let d = draft(vec![cite(1, "OutOfMemoryError")], 0.55, 0.5);
         assert!(matches!(
-            verify(&d, &journal(), Thresholds::default(), true).route,
+            verify(&d, &journal(), Thresholds::default(), true, None).route,
             Route::SelfCorrect { .. }
         ));
         assert!(matches!(
-            verify(&d, &journal(), Thresholds::default(), false).route,
+            verify(&d, &journal(), Thresholds::default(), false, None).route,
             Route::Review { .. }
         ));
     }
@@ -254,6 +317,7 @@ mod tests {
             &journal(),
             Thresholds::default(),
             false,
+            None,
         );
         assert!(v.confidence <= Thresholds::default().self_correct);
         assert!(matches!(v.route, Route::Review { .. }));
@@ -263,6 +327,67 @@ mod tests {
     fn unknown_category_is_capped() {
         let mut d = draft(vec![cite(1, "OutOfMemoryError")], 1.0, 1.0);
         d.category = Category::Unknown;
-        assert!(verify(&d, &journal(), Thresholds::default(), false).confidence <= UNKNOWN_CAP);
+        assert!(
+            verify(&d, &journal(), Thresholds::default(), false, Some(1.0)).confidence
+                <= UNKNOWN_CAP
+        );
+    }
+
+    #[test]
+    fn the_judge_score_moves_confidence_across_the_auto_threshold() {
+        let d = draft(vec![cite(1, "OutOfMemoryError")], 0.9, 0.9);
+        let t = Thresholds::default();
+        assert_eq!(
+            verify(&d, &journal(), t, false, None).route,
+            Route::Complete
+        );
+        assert_eq!(
+            verify(&d, &journal(), t, false, Some(0.95)).route,
+            Route::Complete
+        );
+        let doubted = verify(&d, &journal(), t, false, Some(0.1));
+        assert!(matches!(doubted.route, Route::Review { .. }), "{doubted:?}");
+        assert_eq!(doubted.parts["judge"], json!(0.1f32));
+        assert_eq!(doubted.parts["weights"]["judge"], json!(0.25f32));
+    }
+
+    #[test]
+    fn both_weight_sets_sum_to_one() {
+        for w in [WEIGHTS, WEIGHTS_JUDGED] {
+            assert!((w.own + w.retrieval + w.grounding + w.judge - 1.0).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn error_library_matches_weigh_by_tier_score_and_confirmation() {
+        let m = |v: Value| match_strength(&v, Category::InfraError);
+        let infra = "INFRA_ERROR";
+        assert_eq!(
+            m(json!({"category": "CODE_ERROR", "status": "completed"})),
+            0.0
+        );
+        assert_eq!(m(json!({"category": infra, "status": "completed"})), 0.9);
+        assert_eq!(
+            m(json!({"category": infra, "status": "needs_review", "tier": "fingerprint"})),
+            0.6
+        );
+        assert_eq!(
+            m(json!({"category": infra, "status": "needs_review", "human_confirmed": true})),
+            0.95
+        );
+        assert_eq!(
+            m(json!({"category": infra, "source": "review_resolution"})),
+            0.95
+        );
+        let tri =
+            m(json!({"category": infra, "status": "completed", "tier": "trigram", "score": 0.6}));
+        assert!(tri > 0.6 && tri < 0.9, "{tri}");
+        let full =
+            m(json!({"category": infra, "status": "completed", "tier": "fulltext", "score": 0.6}));
+        assert!(full < tri, "{full} < {tri}");
+        let unreviewed = m(
+            json!({"category": infra, "status": "needs_review", "tier": "trigram", "score": 0.6}),
+        );
+        assert!(unreviewed < tri);
     }
 }

@@ -4,6 +4,9 @@
 //! the journal when the same call repeats within a run (per-run cache).
 
 mod excerpt;
+mod github;
+mod history;
+mod jenkins;
 mod knowledge;
 mod similar;
 
@@ -14,9 +17,19 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::sources::{github::GithubClient, jenkins::JenkinsClient};
+
 pub const LOG_EXCERPT: &str = "log_excerpt";
 pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
 pub const SIMILAR_FAILURES: &str = "similar_failures";
+pub const FAILURE_HISTORY: &str = "failure_history";
+/// `source` of a `similar_failures` match that a human confirmed in review.
+pub const REVIEW_RESOLUTION: &str = "review_resolution";
+pub const GITHUB_FILE: &str = "github_file";
+pub const GITHUB_BLAME: &str = "github_blame";
+pub const GITHUB_COMMITS: &str = "github_commits";
+pub const GITHUB_SEARCH: &str = "github_search";
+pub const JENKINS_CONSOLE: &str = "jenkins_console";
 
 /// What a tool may read.
 #[derive(Clone)]
@@ -80,10 +93,27 @@ impl ToolBelt {
                 Arc::new(excerpt::LogExcerpt),
                 Arc::new(knowledge::SearchKnowledge),
                 Arc::new(similar::SimilarFailures),
+                Arc::new(history::FailureHistory),
             ],
             timeout,
             chaos_delay,
         }
+    }
+
+    /// Adds the GitHub and Jenkins tools of the clients that are configured
+    /// (a tool is only offered when it can work).
+    pub fn with_sources(
+        mut self,
+        github: Option<Arc<GithubClient>>,
+        jenkins: Option<Arc<JenkinsClient>>,
+    ) -> Self {
+        if let Some(gh) = github {
+            self.tools.extend(github::tools(gh));
+        }
+        if let Some(j) = jenkins {
+            self.tools.push(Arc::new(jenkins::JenkinsConsole(j)));
+        }
+        self
     }
 
     /// Name, description and schema of every tool (what an LLM is offered).
@@ -94,8 +124,33 @@ impl ToolBelt {
             .collect()
     }
 
-    /// Validates and runs one call under the timeout.
+    /// Validates and runs one call under the timeout, in a `tool_call` span,
+    /// counted in `faultline_tool_calls_total` (names the model made up are
+    /// counted as `unknown`, so they cannot blow up the label set).
+    #[tracing::instrument(
+        name = "tool_call",
+        skip_all,
+        fields(tool = name, run_id = %ctx.run_id, success = tracing::field::Empty)
+    )]
     pub async fn call(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        input: &Value,
+    ) -> Result<Value, ToolError> {
+        let started = std::time::Instant::now();
+        let result = self.call_unobserved(ctx, name, input).await;
+        let label = self
+            .names()
+            .into_iter()
+            .find(|n| *n == name)
+            .unwrap_or("unknown");
+        faultline_shared::metrics::tool_call(label, result.is_ok(), started.elapsed());
+        tracing::Span::current().record("success", result.is_ok());
+        result
+    }
+
+    async fn call_unobserved(
         &self,
         ctx: &ToolContext,
         name: &str,

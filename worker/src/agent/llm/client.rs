@@ -6,13 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use backon::{ExponentialBuilder, Retryable};
 use serde_json::Value;
 
 use super::{
     config::{LlmConfig, Provider},
     limit::SharedLimit,
 };
+use crate::http::{self, RetryHint, RetryPolicy, snippet};
 
 /// Why a call produced no response body.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +33,21 @@ impl CallError {
             CallError::Transient { message, .. } => message.clone(),
             CallError::Permanent { message, .. } => message.clone(),
         }
+    }
+}
+
+impl RetryHint for CallError {
+    fn is_transient(&self) -> bool {
+        matches!(self, CallError::Transient { .. })
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            CallError::Transient { retry_after, .. } => *retry_after,
+            CallError::Permanent { .. } => None,
+        }
+    }
+    fn describe(&self) -> String {
+        self.message()
     }
 }
 
@@ -62,41 +77,25 @@ pub async fn call(
 ) -> Result<Response, CallError> {
     let url = format!("{}{}", cfg.base_url, super::wire::path(cfg.provider));
     let started = Instant::now();
-    let mut attempts = 0usize;
-    let backoff = ExponentialBuilder::default()
-        .with_min_delay(cfg.retry_base)
-        .with_max_delay(Duration::from_secs(60))
-        .with_max_times(cfg.retries)
-        .with_jitter();
-    let result = (|| {
-        attempts += 1;
-        async {
-            let permit = match limit {
-                Some(l) => Some(l.acquire().await?),
-                None => None,
-            };
-            let result = once(http, cfg, &url, body).await;
-            if let (Some(l), Some(p)) = (limit, permit) {
-                l.release(p).await;
-            }
-            result
+    let policy = RetryPolicy {
+        base: cfg.retry_base,
+        max_delay: Duration::from_secs(60),
+        retries: cfg.retries,
+        max_wait: None,
+    };
+    let (result, attempts) = http::retrying(policy, "llm", || async {
+        let permit = match limit {
+            Some(l) => Some(l.acquire().await?),
+            None => None,
+        };
+        let result = once(http, cfg, &url, body).await;
+        if let (Some(l), Some(p)) = (limit, permit) {
+            l.release(p).await;
         }
+        result
     })
-    .retry(backoff)
-    .when(|e| matches!(e, CallError::Transient { .. }))
-    .adjust(|e, delay| match (e, delay) {
-        // Retry-After is the server's floor; never retry sooner.
-        (
-            CallError::Transient {
-                retry_after: Some(after),
-                ..
-            },
-            Some(d),
-        ) => Some(d.max(*after)),
-        (_, d) => d,
-    })
-    .notify(|e, delay| tracing::warn!(error = %e.message(), ?delay, "LLM call failed; retrying"))
-    .await?;
+    .await;
+    let result = result?;
     Ok(Response {
         body: result,
         latency_ms: started.elapsed().as_millis() as u64,
@@ -125,12 +124,7 @@ async fn once(
         retry_after: None,
     })?;
     let status = resp.status();
-    let retry_after = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
+    let retry_after = http::retry_after(resp.headers());
     let text = resp.text().await.map_err(|e| CallError::Transient {
         message: format!("reading the reply from {url} failed: {e}"),
         retry_after: None,
@@ -149,13 +143,5 @@ async fn once(
             status: Some(status.as_u16()),
             message,
         })
-    }
-}
-
-fn snippet(text: &str) -> String {
-    let t = text.trim();
-    match t.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &t[..i]),
-        None => t.to_string(),
     }
 }

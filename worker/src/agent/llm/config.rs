@@ -123,9 +123,115 @@ impl LlmConfig {
         }))
     }
 
+    /// The judge model (`LLM_JUDGE_*`, see [`crate::agent::judge`]); `None`
+    /// when `LLM_JUDGE_PROVIDER` is unset or `none`. Only provider, URL,
+    /// model, key and timeout are the judge's own: in-process retries
+    /// (`LLM_RETRIES`, `LLM_RETRY_BASE_MS`) are shared with the reasoner.
+    pub fn judge_from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, ConfigError> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let provider = match get("LLM_JUDGE_PROVIDER").as_deref().map(str::trim) {
+            None | Some("none") => return Ok(None),
+            Some("openai") => Provider::OpenAi,
+            Some("anthropic") => Provider::Anthropic,
+            Some(other) => {
+                return Err(ConfigError {
+                    name: "LLM_JUDGE_PROVIDER",
+                    value: other.into(),
+                    reason: "expected none, openai or anthropic".into(),
+                });
+            }
+        };
+        let num = |name: &'static str, default: f64| -> Result<f64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v.trim().parse::<f64>().map_err(|e| ConfigError {
+                    name,
+                    value: v.clone(),
+                    reason: e.to_string(),
+                }),
+            }
+        };
+        let model = get("LLM_JUDGE_MODEL").ok_or_else(|| ConfigError {
+            name: "LLM_JUDGE_MODEL",
+            value: String::new(),
+            reason: format!("required when LLM_JUDGE_PROVIDER={}", provider.name()),
+        })?;
+        let base_url = get("LLM_JUDGE_BASE_URL").unwrap_or_else(|| match provider {
+            Provider::OpenAi => "https://api.openai.com/v1".into(),
+            Provider::Anthropic => "https://api.anthropic.com".into(),
+        });
+        Ok(Some(Self {
+            provider,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model,
+            api_key: get("LLM_JUDGE_API_KEY").map(Secret::new),
+            timeout: Duration::from_millis(num("LLM_JUDGE_TIMEOUT_MS", 30_000.0)? as u64),
+            retries: num("LLM_RETRIES", 3.0)? as usize,
+            retry_base: Duration::from_millis(num("LLM_RETRY_BASE_MS", 500.0)? as u64),
+            max_tokens_per_run: 0,
+            max_output_tokens: 512,
+            max_reprompts: 0,
+            fallback: false,
+            price_in: None,
+            price_out: None,
+            max_concurrent: None,
+            requests_per_minute: None,
+        }))
+    }
+
     /// Cost of one call, when prices are configured.
     pub fn cost(&self, tokens_in: i32, tokens_out: i32) -> f64 {
         self.price_in.unwrap_or(0.0) * f64::from(tokens_in) / 1e6
             + self.price_out.unwrap_or(0.0) * f64::from(tokens_out) / 1e6
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_judge_is_off_unless_a_provider_is_named() {
+        assert!(LlmConfig::judge_from_lookup(lookup(&[])).unwrap().is_none());
+        assert!(
+            LlmConfig::judge_from_lookup(lookup(&[("LLM_JUDGE_PROVIDER", "none")]))
+                .unwrap()
+                .is_none()
+        );
+        let err =
+            LlmConfig::judge_from_lookup(lookup(&[("LLM_JUDGE_PROVIDER", "gpt")])).unwrap_err();
+        assert_eq!(err.name, "LLM_JUDGE_PROVIDER");
+        let err =
+            LlmConfig::judge_from_lookup(lookup(&[("LLM_JUDGE_PROVIDER", "openai")])).unwrap_err();
+        assert_eq!(err.name, "LLM_JUDGE_MODEL");
+    }
+
+    #[test]
+    fn the_judge_has_its_own_endpoint_key_and_timeout() {
+        let cfg = LlmConfig::judge_from_lookup(lookup(&[
+            ("LLM_JUDGE_PROVIDER", "anthropic"),
+            ("LLM_JUDGE_MODEL", "judge-1"),
+            ("LLM_JUDGE_BASE_URL", "http://judge.local/"),
+            ("LLM_JUDGE_TIMEOUT_MS", "1500"),
+            ("LLM_MODEL", "reasoner-1"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(cfg.provider, Provider::Anthropic);
+        assert_eq!(cfg.model, "judge-1");
+        assert_eq!(cfg.base_url, "http://judge.local");
+        assert_eq!(cfg.timeout, Duration::from_millis(1500));
+        assert!(cfg.api_key.is_none());
     }
 }

@@ -25,7 +25,7 @@ use self::{
     config::LlmConfig,
     wire::{Parsed, Reply},
 };
-use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, verify};
+use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, verify};
 use crate::tools;
 
 pub struct LlmReasoner {
@@ -35,16 +35,21 @@ pub struct LlmReasoner {
     limit: Option<limit::SharedLimit>,
     /// Tool descriptions offered to the model, `final_answer` included.
     tools: Vec<Value>,
+    /// The system prompt with the routing hint for the offered tools.
+    system: String,
 }
 
 impl LlmReasoner {
     pub fn new(cfg: LlmConfig, mut tools: Vec<Value>, limit: Option<limit::SharedLimit>) -> Self {
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        let system = format!("{}\n{}", conversation::SYSTEM_PROMPT, routing::hint(&names));
         tools.push(conversation::final_answer_tool());
         Self {
             http: client::http_client(&cfg),
             cfg,
             tools,
             limit,
+            system,
         }
     }
 
@@ -55,7 +60,8 @@ impl LlmReasoner {
             .map(|s| i64::from(s.tokens_in) + i64::from(s.tokens_out))
             .sum();
         let force_final = state.must_answer() || used >= self.cfg.max_tokens_per_run;
-        let conv = conversation::build(state);
+        let mut conv = conversation::build(state);
+        conv.system.clone_from(&self.system);
         let body = wire::request(
             self.cfg.provider,
             &self.cfg.model,
@@ -220,11 +226,38 @@ impl Reasoner for LlmReasoner {
         self.cfg.provider.name()
     }
 
+    /// One model call in an `llm_call` span, counted by result with its tokens.
     fn decide<'a>(
         &'a self,
         state: &'a AgentState<'a>,
     ) -> BoxFuture<'a, Result<Reasoned, ReasonError>> {
-        Box::pin(self.decide_inner(state))
+        let provider = self.cfg.provider.name();
+        let span = tracing::info_span!("llm_call", provider, model = %self.cfg.model,
+            iteration = state.iteration, result = tracing::field::Empty,
+            tokens_in = tracing::field::Empty, tokens_out = tracing::field::Empty);
+        let observed = async move {
+            let result = self.decide_inner(state).await;
+            let (label, tokens_in, tokens_out) = match &result {
+                Ok(r) if matches!(r.decision, Some(Decision::Invalid { .. })) => {
+                    ("invalid_reply", r.tokens_in, r.tokens_out)
+                }
+                Ok(r) => ("ok", r.tokens_in, r.tokens_out),
+                Err(ReasonError::Transient(_)) => ("transient_error", 0, 0),
+                Err(ReasonError::Permanent(_)) => ("permanent_error", 0, 0),
+            };
+            let span = tracing::Span::current();
+            span.record("result", label);
+            span.record("tokens_in", tokens_in);
+            span.record("tokens_out", tokens_out);
+            faultline_shared::metrics::llm_call(
+                provider,
+                label,
+                tokens_in.max(0) as u32,
+                tokens_out.max(0) as u32,
+            );
+            result
+        };
+        Box::pin(tracing::Instrument::instrument(observed, span))
     }
 }
 

@@ -1,0 +1,157 @@
+//! Prometheus metrics of both binaries (`GET /metrics`).
+//!
+//! Counters and histograms are recorded where things happen through the
+//! `metrics` facade (the helpers below keep names and labels in one place);
+//! `metrics-exporter-prometheus` renders them in the text format. Gauges that
+//! describe shared state — queue depth, review backlog — are read from
+//! Postgres at scrape time ([`render`]), so every replica reports the truth
+//! rather than what it happened to see.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Mutex, OnceLock},
+    time::Duration,
+};
+
+use metrics::{counter, gauge, histogram};
+/// Renders what was recorded; cheap to clone.
+pub use metrics_exporter_prometheus::PrometheusHandle;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use sqlx::PgPool;
+
+use crate::{
+    queue::{PRIORITY_BULK, PRIORITY_LIVE},
+    storage::{review, tasks},
+};
+
+/// Step latency buckets, seconds: a heuristic step takes milliseconds, an LLM
+/// step seconds, a stuck one up to the lease TTL and beyond.
+const STEP_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the global recorder once (later calls return the same handle).
+/// `service` becomes the `faultline_build_info` label.
+pub fn install(service: &'static str) -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), STEP_BUCKETS)
+                .expect("bucket list is not empty");
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            // Fails only if another recorder was installed first (a test
+            // harness); the handle still renders what we record.
+            let _ = metrics::set_global_recorder(recorder);
+            gauge!("faultline_build_info", "service" => service, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            handle
+        })
+        .clone()
+}
+
+/// Refreshes the scrape-time gauges from Postgres, then renders every metric.
+/// A database error is reported as `faultline_scrape_error 1` (the rest still
+/// renders) so that a scrape never hides the process' own counters.
+pub async fn render(handle: &PrometheusHandle, pool: &PgPool) -> String {
+    let ok = tokio::time::timeout(Duration::from_secs(2), refresh_gauges(pool))
+        .await
+        .map_err(|_| "timed out".to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    if let Err(e) = &ok {
+        tracing::warn!(error = %e, "metrics: reading queue and review gauges failed");
+    }
+    gauge!("faultline_scrape_error").set(if ok.is_ok() { 0.0 } else { 1.0 });
+    handle.run_upkeep();
+    handle.render()
+}
+
+/// Priorities ever reported, so that a drained one drops to 0 instead of
+/// keeping its last value.
+static SEEN_PRIORITIES: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+async fn refresh_gauges(pool: &PgPool) -> sqlx::Result<()> {
+    let depths = tasks::queue_depth(pool).await?;
+    {
+        // A block, not drop(): the guard must not live across the next await.
+        let mut seen = SEEN_PRIORITIES.lock().unwrap_or_else(|p| p.into_inner());
+        seen.extend([PRIORITY_LIVE, PRIORITY_BULK]);
+        seen.extend(depths.iter().map(|d| d.priority));
+        for &priority in seen.iter() {
+            let depth = depths.iter().find(|d| d.priority == priority);
+            let (ready, scheduled) = depth.map_or((0, 0), |d| (d.ready, d.scheduled));
+            let priority = priority.to_string();
+            gauge!("faultline_queue_depth", "priority" => priority.clone(), "state" => "ready")
+                .set(ready as f64);
+            gauge!("faultline_queue_depth", "priority" => priority, "state" => "scheduled")
+                .set(scheduled as f64);
+        }
+    }
+    let backlog = review::backlog(pool).await?;
+    gauge!("faultline_review_open_items").set(backlog.open as f64);
+    gauge!("faultline_review_oldest_open_age_seconds").set(backlog.oldest_age_secs);
+    Ok(())
+}
+
+/// An event was ingested (`created` false: a duplicate of a known event).
+pub fn ingested(source: &str, created: bool) {
+    counter!("faultline_events_ingested_total", "source" => source.to_string(), "created" => created.to_string())
+        .increment(1);
+}
+
+/// A step task ended with `outcome` after `elapsed`.
+pub fn step(outcome: &'static str, elapsed: Duration) {
+    counter!("faultline_steps_total", "outcome" => outcome).increment(1);
+    histogram!("faultline_step_duration_seconds", "outcome" => outcome)
+        .record(elapsed.as_secs_f64());
+}
+
+/// A run reached a terminal status (`completed`, `needs_review`, `failed`).
+pub fn analysis_finished(status: &str, category: &str) {
+    counter!("faultline_analyses_total", "outcome" => status.to_string(), "category" => category.to_string())
+        .increment(1);
+}
+
+/// A transient step failure was scheduled for a retry.
+pub fn retry_scheduled() {
+    counter!("faultline_retries_total").increment(1);
+}
+
+/// Runs whose lease expired were taken over by the reconciler.
+pub fn lease_takeovers(n: usize) {
+    counter!("faultline_lease_takeovers_total").increment(n as u64);
+}
+
+/// One model call (`result`: `ok`, `invalid_reply`, `transient_error`,
+/// `permanent_error`) and the tokens it used.
+pub fn llm_call(provider: &'static str, result: &'static str, tokens_in: u32, tokens_out: u32) {
+    counter!("faultline_llm_calls_total", "provider" => provider, "result" => result).increment(1);
+    if result.ends_with("_error") {
+        counter!("faultline_llm_errors_total", "provider" => provider, "kind" => result)
+            .increment(1);
+    }
+    counter!("faultline_llm_tokens_total", "provider" => provider, "direction" => "input")
+        .increment(u64::from(tokens_in));
+    counter!("faultline_llm_tokens_total", "provider" => provider, "direction" => "output")
+        .increment(u64::from(tokens_out));
+}
+
+/// The heuristic reasoner took over a run after a permanent LLM failure.
+pub fn llm_fallback(provider: &'static str) {
+    counter!("faultline_llm_fallbacks_total", "provider" => provider).increment(1);
+}
+
+/// One executed tool call (journal reuse is not a call).
+pub fn tool_call(tool: &str, success: bool, elapsed: Duration) {
+    counter!("faultline_tool_calls_total", "tool" => tool.to_string(), "success" => success.to_string())
+        .increment(1);
+    histogram!("faultline_tool_duration_seconds", "tool" => tool.to_string())
+        .record(elapsed.as_secs_f64());
+}
+
+/// One outbound webhook delivery attempt (`result`: `delivered`, `retrying`,
+/// `failed`), for the notification outbox.
+pub fn webhook_delivery(result: &'static str) {
+    counter!("faultline_webhook_deliveries_total", "result" => result).increment(1);
+}

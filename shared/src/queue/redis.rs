@@ -1,0 +1,170 @@
+//! The Redis broker (apalis-redis). Live and bulk steps travel on two
+//! queues, so a nightly backlog never sits in front of a live analysis; each
+//! worker consumes both, the live queue with most of its slots.
+//!
+//! Every task carries the idempotency key `run_id/iteration/attempt`
+//! ([`crate::types::StepTask::key`]): pushing the same step twice (the committer and the
+//! reconciler racing) queues it once. Redis holds nothing Postgres does not:
+//! [`RedisBroker::ensure_queued`] re-pushes what a FLUSHALL or a restart
+//! without persistence lost.
+
+use std::{collections::BTreeMap, sync::LazyLock, time::Duration};
+
+use apalis_core::task::builder::TaskBuilder;
+use apalis_redis::{Config, ConnectionManager, RedisTask};
+use redis::Script;
+
+use super::{PRIORITY_LIVE, Pending};
+
+/// Suffix of the queue of live analyses (priority ≥ [`PRIORITY_LIVE`]),
+/// after the namespace (`FAULTLINE_REDIS_NAMESPACE`).
+pub const LIVE_QUEUE: &str = "steps-live";
+/// Suffix of the queue of bulk reprocessing.
+pub const BULK_QUEUE: &str = "steps-bulk";
+
+/// How long an idempotency key outlives its push. Long enough to absorb a
+/// racing duplicate; a key that outlived its task is cleared by
+/// [`RedisBroker::ensure_queued`] anyway.
+const IDEMPOTENCY_TTL: Duration = Duration::from_secs(3600);
+
+/// For each idempotency key (ARGV[4..]), whether its task still waits in
+/// Redis: in the active list (ARGV[2]) or the scheduled set (ARGV[3]). The
+/// task's status alone is not enough: a task fetched by a worker that was
+/// killed can stay "Pending" while sitting in no list. Keys of tasks not
+/// waiting are deleted so the caller can push again; returns their 1-based
+/// positions.
+static MISSING_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local missing = {}
+for i = 4, #ARGV do
+  local key = ARGV[1] .. ':' .. ARGV[i]
+  local id = redis.call('get', key)
+  local waiting = false
+  if id then
+    waiting = redis.call('zscore', ARGV[3], id) ~= false
+      or redis.call('lpos', ARGV[2], id) ~= false
+  end
+  if not waiting then
+    if id then redis.call('del', key) end
+    table.insert(missing, i - 3)
+  end
+end
+return missing",
+    )
+});
+
+/// A connection to the broker plus the two queues' configurations.
+#[derive(Clone)]
+pub struct RedisBroker {
+    conn: ConnectionManager,
+    live: Config,
+    bulk: Config,
+}
+
+impl std::fmt::Debug for RedisBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBroker")
+            .field("live", &self.live.queue.as_ref())
+            .field("bulk", &self.bulk.queue.as_ref())
+            .finish()
+    }
+}
+
+impl RedisBroker {
+    /// Connects (the connection manager reconnects by itself after a Redis restart).
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self, apalis_redis::RedisError> {
+        let conn = apalis_redis::connect(url).await?;
+        let base = Config::default().idempotency_ttl(Some(IDEMPOTENCY_TTL));
+        Ok(Self {
+            conn,
+            live: base.clone().queue(format!("{namespace}-{LIVE_QUEUE}")),
+            bulk: base.queue(format!("{namespace}-{BULK_QUEUE}")),
+        })
+    }
+
+    /// A handle on the shared connection (for consumers).
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// The queue configuration of live steps.
+    pub fn live_config(&self) -> &Config {
+        &self.live
+    }
+
+    /// The queue configuration of bulk steps.
+    pub fn bulk_config(&self) -> &Config {
+        &self.bulk
+    }
+
+    fn config_for(&self, priority: i32) -> &Config {
+        if priority >= PRIORITY_LIVE {
+            &self.live
+        } else {
+            &self.bulk
+        }
+    }
+
+    /// Pushes step tasks, one script call per queue; a step whose
+    /// idempotency key is known is skipped by Redis.
+    pub async fn push(&self, pending: &[Pending]) -> Result<(), apalis_redis::Error> {
+        let mut by_queue: BTreeMap<bool, Vec<RedisTask>> = BTreeMap::new();
+        for p in pending {
+            by_queue
+                .entry(p.priority >= PRIORITY_LIVE)
+                .or_default()
+                .push(task(p));
+        }
+        let mut conn = self.conn.clone();
+        for (live, tasks) in by_queue {
+            let config = if live { &self.live } else { &self.bulk };
+            apalis_redis::queries::push_tasks(&mut conn, config, &tasks).await?;
+        }
+        Ok(())
+    }
+
+    /// Pushes every step of `pending` that is not waiting in Redis (lost to
+    /// a FLUSHALL, a restart, a crash between commit and push, or fetched by
+    /// a worker that died before claiming it). Returns how many were pushed.
+    pub async fn ensure_queued(&self, pending: &[Pending]) -> Result<usize, apalis_redis::Error> {
+        let mut conn = self.conn.clone();
+        let mut missing = Vec::new();
+        for live in [true, false] {
+            let group: Vec<&Pending> = pending
+                .iter()
+                .filter(|p| (p.priority >= PRIORITY_LIVE) == live)
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            let config = self.config_for(group[0].priority);
+            let mut call = MISSING_SCRIPT.prepare_invoke();
+            call.arg(config.idempotency_key_set())
+                .arg(config.active_jobs_list())
+                .arg(config.scheduled_jobs_set());
+            for p in &group {
+                call.arg(p.step.key());
+            }
+            let positions: Vec<usize> = call.invoke_async(&mut conn).await?;
+            missing.extend(positions.into_iter().map(|i| group[i - 1].clone()));
+        }
+        if !missing.is_empty() {
+            self.push(&missing).await?;
+        }
+        Ok(missing.len())
+    }
+}
+
+fn task(p: &Pending) -> RedisTask {
+    let args = serde_json::to_vec(&p.step).expect("a StepTask always serialises");
+    let mut builder = TaskBuilder::new(args)
+        .idempotency_key(p.step.key())
+        .max_attempts(3);
+    if let Some(at) = p.run_at {
+        // Whole seconds, rounded up: never before the backoff in Postgres.
+        let secs = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
+        builder = builder.run_at_timestamp(secs.max(0) as u64);
+    }
+    builder.build()
+}

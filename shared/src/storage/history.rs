@@ -1,0 +1,149 @@
+//! Failure history per job and per test: failures come from
+//! `failure_events` (every ingested failure), other outcomes — passes above
+//! all, which start no analysis — from `ci_outcomes` via [`record_outcome`].
+//! From both: outcomes over time, the current streak of consecutive
+//! failures, flakiness (a commit that both passed and failed), when the
+//! failure was first seen and the last commit that passed.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+/// Why history could not be recorded or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// Neither a job nor a test was named: history is kept per job and per test.
+    #[error("an outcome needs a job name or a test name")]
+    NoSubject,
+    #[error("unknown outcome {0:?} (expected success or failure)")]
+    BadOutcome(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// A CI outcome reported without an analysis (e.g. a passing build).
+#[derive(Debug, Clone, Default)]
+pub struct NewOutcome {
+    /// Makes redelivery idempotent (e.g. `github:delivery:<id>`).
+    pub dedup_key: String,
+    pub source: String,
+    pub job_name: Option<String>,
+    pub test_name: Option<String>,
+    pub repository: Option<String>,
+    pub commit_sha: Option<String>,
+    pub build_number: Option<String>,
+    /// `success` or `failure`. A failure that was ingested as an event is
+    /// already history: record failures here only when they were not.
+    pub outcome: String,
+}
+
+/// Records an outcome; false when its dedup key was already recorded.
+pub async fn record_outcome(pool: &PgPool, o: &NewOutcome) -> Result<bool, HistoryError> {
+    if o.job_name.is_none() && o.test_name.is_none() {
+        return Err(HistoryError::NoSubject);
+    }
+    if !matches!(o.outcome.as_str(), "success" | "failure") {
+        return Err(HistoryError::BadOutcome(o.outcome.clone()));
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO ci_outcomes (dedup_key, source, job_name, test_name, repository, commit_sha, build_number, outcome)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (dedup_key) DO NOTHING",
+    )
+    .bind(&o.dedup_key)
+    .bind(&o.source)
+    .bind(&o.job_name)
+    .bind(&o.test_name)
+    .bind(&o.repository)
+    .bind(&o.commit_sha)
+    .bind(&o.build_number)
+    .bind(&o.outcome)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(inserted == 1)
+}
+
+/// One outcome in a history.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, PartialEq)]
+pub struct OutcomeRow {
+    pub at: DateTime<Utc>,
+    pub outcome: String,
+    pub commit_sha: Option<String>,
+    pub build_number: Option<String>,
+    pub source: String,
+}
+
+/// The history of a job, a test, or a test within a job.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct History {
+    pub failures: i64,
+    pub passes: i64,
+    /// The first recorded failure.
+    pub first_seen: Option<DateTime<Utc>>,
+    pub last_failure: Option<DateTime<Utc>>,
+    pub last_pass: Option<DateTime<Utc>>,
+    pub last_passing_commit: Option<String>,
+    /// Failures since the last pass (all of them if it never passed).
+    pub consecutive_failures: i64,
+    /// Commits that both passed and failed: the signature of a flaky test.
+    pub flaky_commits: Vec<String>,
+    #[sqlx(skip)]
+    pub flaky: bool,
+    /// The most recent outcomes, newest first.
+    #[sqlx(skip)]
+    pub recent: Vec<OutcomeRow>,
+}
+
+/// Every outcome of `$1` (job) and/or `$2` (test): failures from events,
+/// the rest from `ci_outcomes`.
+const OUTCOMES: &str = "WITH o AS (
+        SELECT received_at AS at, 'failure'::text AS outcome, commit_sha, build_number, source
+        FROM failure_events
+        WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2)
+        UNION ALL
+        SELECT recorded_at, outcome, commit_sha, build_number, source
+        FROM ci_outcomes
+        WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2))";
+
+/// Reads the history of `job` and/or `test` with its `recent` latest outcomes.
+pub async fn history(
+    pool: &PgPool,
+    job: Option<&str>,
+    test: Option<&str>,
+    recent: i64,
+) -> Result<History, HistoryError> {
+    if job.is_none() && test.is_none() {
+        return Err(HistoryError::NoSubject);
+    }
+    let mut h: History = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{OUTCOMES},
+         last_pass AS (SELECT at, commit_sha FROM o WHERE outcome = 'success' ORDER BY at DESC LIMIT 1)
+         SELECT count(*) FILTER (WHERE outcome = 'failure') AS failures,
+                count(*) FILTER (WHERE outcome = 'success') AS passes,
+                min(at) FILTER (WHERE outcome = 'failure') AS first_seen,
+                max(at) FILTER (WHERE outcome = 'failure') AS last_failure,
+                (SELECT at FROM last_pass) AS last_pass,
+                (SELECT commit_sha FROM last_pass) AS last_passing_commit,
+                count(*) FILTER (WHERE outcome = 'failure'
+                    AND at > coalesce((SELECT at FROM last_pass), '-infinity')) AS consecutive_failures,
+                coalesce((SELECT array_agg(c ORDER BY c) FROM (
+                    SELECT commit_sha AS c FROM o WHERE commit_sha IS NOT NULL
+                    GROUP BY commit_sha HAVING count(DISTINCT outcome) = 2) f), '{{}}') AS flaky_commits
+         FROM o"
+    )))
+    .bind(job)
+    .bind(test)
+    .fetch_one(pool)
+    .await?;
+    h.flaky = !h.flaky_commits.is_empty();
+    h.recent = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $3"
+    )))
+    .bind(job)
+    .bind(test)
+    .bind(recent)
+    .fetch_all(pool)
+    .await?;
+    Ok(h)
+}

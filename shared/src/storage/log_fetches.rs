@@ -1,0 +1,108 @@
+//! `log_fetches`: logs a worker fetched from the CI system after the event
+//! arrived without one (issue 5). The log's chunks, its size on the event and
+//! this row are written in one transaction fenced by the run's lease, so a
+//! fetch either happened once, for good, or not at all.
+
+use serde_json::Value;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{events::LogWriter, runs::Lease};
+
+/// What a fetch stored.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct Fetched {
+    pub source: String,
+    pub bytes: i64,
+    pub truncated: bool,
+    pub detail: Value,
+}
+
+/// Reads the fetch recorded for an event, if any.
+pub async fn get(pool: &PgPool, event_id: Uuid) -> sqlx::Result<Option<Fetched>> {
+    sqlx::query_as("SELECT source, bytes, truncated, detail FROM log_fetches WHERE event_id = $1")
+        .bind(event_id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// An open fetch: log chunks are written into `tx` as they arrive.
+pub struct Pending {
+    pub tx: Transaction<'static, Postgres>,
+    pub writer: LogWriter,
+    event_id: Uuid,
+}
+
+/// Starts storing a fetched log for `event_id`, keeping head and tail of
+/// one longer than `max_bytes`.
+pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Pending> {
+    Ok(Pending {
+        tx: pool.begin().await?,
+        writer: LogWriter::capped(event_id, max_bytes),
+        event_id,
+    })
+}
+
+impl Pending {
+    /// Appends a piece of the log.
+    pub async fn write(&mut self, data: &[u8]) -> sqlx::Result<()> {
+        self.writer.write(&mut self.tx, data).await
+    }
+
+    /// Bytes written so far (before any cut).
+    pub fn bytes(&self) -> i64 {
+        self.writer.bytes()
+    }
+
+    /// Bytes cut from the middle so far.
+    pub fn cut(&self) -> i64 {
+        self.writer.cut()
+    }
+
+    /// Commits the log and the fetch record if `lease` still holds the run;
+    /// false (nothing stored) when it was taken over or another worker's
+    /// fetch won.
+    pub async fn commit(self, lease: &Lease, source: &str, detail: &Value) -> sqlx::Result<bool> {
+        let Pending {
+            mut tx,
+            writer,
+            event_id,
+        } = self;
+        let truncated = writer.cut() > 0;
+        let bytes = writer.finish(&mut tx).await?;
+        let held: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM analysis_runs
+             WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'
+             FOR UPDATE",
+        )
+        .bind(lease.run_id)
+        .bind(&lease.owner)
+        .bind(lease.epoch)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if held.is_none() {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO log_fetches (event_id, run_id, source, bytes, truncated, detail, worker_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(event_id)
+        .bind(lease.run_id)
+        .bind(source)
+        .bind(bytes)
+        .bind(truncated)
+        .bind(detail)
+        .bind(&lease.owner)
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}

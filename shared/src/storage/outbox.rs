@@ -1,0 +1,183 @@
+//! `notification_outbox`: notifications of finished runs.
+//!
+//! ```text
+//! (final checkpoint tx) ──insert──> pending ──claim (SKIP LOCKED, locked_until)──> delivering
+//!   delivering ──every target accepted──> delivered
+//!   delivering ──a target failed──> pending (attempts+1, next_attempt_at = backoff) | dead
+//! ```
+//! The row is written in the same transaction as the run's final state, so a
+//! finished run is never without its notification and a rolled-back commit
+//! never notifies. Delivery holds no transaction open: a claim is a
+//! time-limited lock (`locked_until`), so a crashed deliverer's rows return.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// Writes the notification of a run that just finished `completed` or
+/// `needs_review` (inside the caller's commit transaction). Reprocessed runs
+/// are not notified: a nightly batch must not page anyone.
+pub(crate) async fn insert_in_tx(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO notification_outbox (id, run_id, kind)
+         SELECT $2, r.id, r.status FROM analysis_runs r
+         WHERE r.id = $1 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
+         ON CONFLICT (run_id) DO NOTHING",
+    )
+    .bind(run_id)
+    .bind(Uuid::now_v7())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A claimed notification with what a delivery needs.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Claimed {
+    /// The delivery id receivers deduplicate on.
+    pub id: Uuid,
+    pub run_id: Uuid,
+    pub kind: String,
+    pub attempts: i32,
+    pub delivered_to: Vec<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// pending (due, unlocked) -> locked by `owner` for `lock`: up to `limit`
+/// rows, skipping rows another deliverer holds. `kinds` are the kinds this
+/// deliverer sends; others are marked `skipped` (configuration says they are
+/// not notified).
+pub async fn claim_due(
+    pool: &PgPool,
+    owner: &str,
+    lock: Duration,
+    kinds: &[&str],
+    limit: i64,
+) -> sqlx::Result<Vec<Claimed>> {
+    sqlx::query(
+        "UPDATE notification_outbox SET status = 'skipped', finished_at = now()
+         WHERE status = 'pending' AND NOT (kind = ANY($1))",
+    )
+    .bind(kinds)
+    .execute(pool)
+    .await?;
+    sqlx::query_as(
+        "WITH due AS (
+             SELECT id FROM notification_outbox
+             WHERE status = 'pending' AND next_attempt_at <= now()
+               AND (locked_until IS NULL OR locked_until < now())
+             ORDER BY next_attempt_at LIMIT $3
+             FOR UPDATE SKIP LOCKED)
+         UPDATE notification_outbox o
+         SET locked_by = $1, locked_until = now() + make_interval(secs => $2)
+         FROM due WHERE o.id = due.id
+         RETURNING o.id, o.run_id, o.kind, o.attempts, o.delivered_to, o.created_at",
+    )
+    .bind(owner)
+    .bind(lock.as_secs_f64())
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// How one delivery attempt of a row went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Every target has it now; `delivered` lists those that accepted this time.
+    Delivered { delivered: Vec<String> },
+    /// Some target failed; `delivered` lists those that accepted this time.
+    Failed {
+        delivered: Vec<String>,
+        error: String,
+    },
+}
+
+/// What became of the row after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    Delivered,
+    RetryAt(DateTime<Utc>),
+    Dead,
+    /// Our lock lapsed and someone else holds the row: nothing written.
+    LockLost,
+}
+
+/// Retry schedule of failed deliveries (capped exponential backoff, jitter).
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub base: Duration,
+    pub max: Duration,
+    pub max_attempts: i32,
+}
+
+/// delivering -> delivered | pending (retry at the backoff, computed in SQL
+/// from the stored attempt count) | dead, matched on our lock.
+pub async fn record_attempt(
+    pool: &PgPool,
+    id: Uuid,
+    owner: &str,
+    attempt: &Attempt,
+    policy: RetryPolicy,
+) -> sqlx::Result<AfterAttempt> {
+    let (ok, delivered, error) = match attempt {
+        Attempt::Delivered { delivered } => (true, delivered.clone(), None),
+        Attempt::Failed { delivered, error } => (false, delivered.clone(), Some(error.as_str())),
+    };
+    let row: Option<(String, DateTime<Utc>)> = sqlx::query_as(
+        "UPDATE notification_outbox o SET
+             attempts = o.attempts + 1, locked_by = NULL, locked_until = NULL,
+             delivered_to = o.delivered_to || $4::text[], last_error = $5,
+             status = CASE WHEN $3 THEN 'delivered'
+                           WHEN o.attempts + 1 >= $8 THEN 'dead' ELSE 'pending' END,
+             next_attempt_at = CASE WHEN $3 OR o.attempts + 1 >= $8 THEN now()
+                 ELSE now() + make_interval(secs => least($7, $6 * power(2, o.attempts)) * (1 + 0.25 * random())) END,
+             finished_at = CASE WHEN $3 OR o.attempts + 1 >= $8 THEN now() END
+         WHERE o.id = $1 AND o.locked_by = $2 AND o.status = 'pending'
+         RETURNING o.status, o.next_attempt_at",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(ok)
+    .bind(delivered)
+    .bind(error)
+    .bind(policy.base.as_secs_f64())
+    .bind(policy.max.as_secs_f64())
+    .bind(policy.max_attempts)
+    .fetch_optional(pool)
+    .await?;
+    Ok(match row {
+        None => AfterAttempt::LockLost,
+        Some((status, _)) if status == "delivered" => AfterAttempt::Delivered,
+        Some((status, _)) if status == "dead" => AfterAttempt::Dead,
+        Some((_, at)) => AfterAttempt::RetryAt(at),
+    })
+}
+
+/// A notification as stored (for operators and tests).
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct OutboxRow {
+    pub id: Uuid,
+    pub run_id: Uuid,
+    pub kind: String,
+    pub status: String,
+    pub delivered_to: Vec<String>,
+    pub attempts: i32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// The notification of one run, if any.
+pub async fn for_run(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<OutboxRow>> {
+    sqlx::query_as(
+        "SELECT id, run_id, kind, status, delivered_to, attempts, next_attempt_at, last_error,
+                created_at, finished_at
+         FROM notification_outbox WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_optional(pool)
+    .await
+}

@@ -1,0 +1,283 @@
+//! Closing review items (resolve, dismiss) and the error library's human
+//! tier, `review_resolutions`: what a reviewer confirmed or corrected, keyed
+//! by the failure's fingerprint, so the next failure with that fingerprint is
+//! answered from it.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::review::{self, Actor, ItemState, ReviewError, ReviewRow};
+use crate::types::Category;
+
+/// What a reviewer decided. `accept` keeps the agent's answer; otherwise the
+/// given fields replace the agent's (the others are kept).
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    pub accept: bool,
+    pub category: Option<String>,
+    pub root_cause: Option<String>,
+    pub fix: Option<String>,
+    pub comment: Option<String>,
+}
+
+/// A resolved item, and whether it taught the error library (only runs with
+/// a fingerprint can).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Resolved {
+    pub item: ReviewRow,
+    pub library_id: Option<Uuid>,
+}
+
+#[derive(sqlx::FromRow)]
+struct Target {
+    #[sqlx(flatten)]
+    state: ItemState,
+    run_id: Uuid,
+    fingerprint: Option<String>,
+    result: Option<Value>,
+}
+
+/// Checks that `actor` may close the item in `state` (the claimant, or an admin).
+fn may_close(id: Uuid, state: &ItemState, actor: &Actor) -> Result<(), ReviewError> {
+    if matches!(state.status.as_str(), "resolved" | "dismissed") {
+        return Err(ReviewError::Closed {
+            id,
+            status: state.status.clone(),
+        });
+    }
+    if actor.admin {
+        return Ok(());
+    }
+    let ours = state.status == "claimed" && state.claimed_by.as_deref() == Some(&actor.name);
+    match (ours, state.expired) {
+        (true, false) => Ok(()),
+        (true, true) => Err(ReviewError::ClaimExpired {
+            id,
+            at: state.claim_expires_at.unwrap_or_else(Utc::now),
+        }),
+        _ if state.status == "claimed" && !state.expired => Err(ReviewError::ClaimedByOther {
+            id,
+            by: state.claimed_by.clone().unwrap_or_default(),
+            until: state.claim_expires_at.unwrap_or_else(Utc::now),
+        }),
+        _ => Err(ReviewError::NotClaimed(id)),
+    }
+}
+
+async fn lock_target(conn: &mut PgConnection, id: Uuid) -> Result<Target, ReviewError> {
+    sqlx::query_as(
+        "SELECT i.status, i.claimed_by, i.claim_expires_at,
+                coalesce(i.claim_expires_at < now(), false) AS expired, i.resolution,
+                r.id AS run_id, r.fingerprint, r.result
+         FROM review_items i JOIN analysis_runs r ON r.id = i.run_id
+         WHERE i.id = $1 FOR UPDATE OF i",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(ReviewError::NotFound(id))
+}
+
+/// The final category, root cause and fix of a decision over the agent's `result`.
+fn decide(
+    decision: &Decision,
+    result: Option<&Value>,
+) -> Result<(Category, String, String), ReviewError> {
+    let given =
+        decision.category.is_some() || decision.root_cause.is_some() || decision.fix.is_some();
+    if decision.accept && given {
+        return Err(ReviewError::Invalid(
+            "accept keeps the agent's answer: send category / root_cause / fix with action \"correct\"".into(),
+        ));
+    }
+    if !decision.accept && !given {
+        return Err(ReviewError::Invalid(
+            "a correction needs at least one of category, root_cause, fix".into(),
+        ));
+    }
+    let from_agent = |field: &str| {
+        result
+            .and_then(|r| r[field].as_str())
+            .map(str::to_string)
+            .filter(|s| !s.trim().is_empty())
+    };
+    let pick = |given: &Option<String>, field: &'static str| -> Result<String, ReviewError> {
+        match given {
+            Some(v) if v.trim().is_empty() => {
+                Err(ReviewError::Invalid(format!("{field}: is empty")))
+            }
+            Some(v) => Ok(v.trim().to_string()),
+            None => from_agent(field).ok_or_else(|| {
+                ReviewError::Invalid(format!(
+                    "{field}: the run has no answer to keep; give it explicitly"
+                ))
+            }),
+        }
+    };
+    let category_text = pick(&decision.category, "category")?;
+    let category: Category = category_text
+        .parse()
+        .map_err(|e| ReviewError::Invalid(format!("category: {e}")))?;
+    if category == Category::Unknown && !decision.accept {
+        return Err(ReviewError::Invalid(
+            "category: a correction must name a category, not UNKNOWN".into(),
+        ));
+    }
+    Ok((
+        category,
+        pick(&decision.root_cause, "root_cause")?,
+        pick(&decision.fix, "fix")?,
+    ))
+}
+
+/// claimed (by `actor`, or any state for an admin) -> resolved, with the
+/// decision recorded on the item, in the audit trail and — when the run has
+/// a fingerprint — in the error library, all in one transaction.
+pub async fn resolve(
+    pool: &PgPool,
+    id: Uuid,
+    actor: &Actor,
+    decision: &Decision,
+) -> Result<Resolved, ReviewError> {
+    let mut tx = pool.begin().await?;
+    let target = lock_target(&mut tx, id).await?;
+    may_close(id, &target.state, actor)?;
+    let (category, root_cause, fix) = decide(decision, target.result.as_ref())?;
+    let resolution = json!({
+        "action": if decision.accept { "accept" } else { "correct" },
+        "category": category.as_str(), "root_cause": root_cause, "fix": fix,
+        "comment": decision.comment, "resolved_by": actor.name,
+        "agent": target.result.as_ref().map(|r| json!({
+            "category": r["category"], "root_cause": r["root_cause"], "fix": r["fix"],
+        })),
+    });
+    close(&mut tx, id, "resolved", &resolution, actor).await?;
+    review::audit_in_tx(
+        &mut tx,
+        id,
+        actor,
+        "resolve",
+        &target.state.audit_json(),
+        &json!({"status": "resolved", "resolution": resolution}),
+        decision.comment.as_deref(),
+    )
+    .await?;
+    let library_id = match &target.fingerprint {
+        Some(fp) if !fp.is_empty() => {
+            let lib = Uuid::now_v7();
+            sqlx::query(
+                "INSERT INTO review_resolutions
+                     (id, fingerprint, item_id, run_id, accepted, category, root_cause, fix, comment, resolved_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(lib)
+            .bind(fp)
+            .bind(id)
+            .bind(target.run_id)
+            .bind(decision.accept)
+            .bind(category.as_str())
+            .bind(&root_cause)
+            .bind(&fix)
+            .bind(&decision.comment)
+            .bind(&actor.name)
+            .execute(&mut *tx)
+            .await?;
+            Some(lib)
+        }
+        _ => None,
+    };
+    let item = review::get(&mut tx, id)
+        .await?
+        .ok_or(ReviewError::NotFound(id))?;
+    tx.commit().await?;
+    Ok(Resolved { item, library_id })
+}
+
+/// claimed (by `actor`, or any state for an admin) -> dismissed: nothing to
+/// learn from this item (noise, a duplicate, an infrastructure blip).
+pub async fn dismiss(
+    pool: &PgPool,
+    id: Uuid,
+    actor: &Actor,
+    comment: Option<&str>,
+) -> Result<ReviewRow, ReviewError> {
+    let mut tx = pool.begin().await?;
+    let target = lock_target(&mut tx, id).await?;
+    may_close(id, &target.state, actor)?;
+    let resolution = json!({"action": "dismiss", "comment": comment, "resolved_by": actor.name});
+    close(&mut tx, id, "dismissed", &resolution, actor).await?;
+    review::audit_in_tx(
+        &mut tx,
+        id,
+        actor,
+        "dismiss",
+        &target.state.audit_json(),
+        &json!({"status": "dismissed", "resolution": resolution}),
+        comment,
+    )
+    .await?;
+    let item = review::get(&mut tx, id)
+        .await?
+        .ok_or(ReviewError::NotFound(id))?;
+    tx.commit().await?;
+    Ok(item)
+}
+
+/// claimed -> resolved | dismissed: the item's own columns.
+async fn close(
+    conn: &mut PgConnection,
+    id: Uuid,
+    status: &str,
+    resolution: &Value,
+    actor: &Actor,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE review_items SET status = $2, resolution = $3, closed_by = $4, closed_at = now(),
+             claim_expires_at = NULL, updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(status)
+    .bind(resolution)
+    .bind(&actor.name)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A human-confirmed answer of the error library.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct LibraryEntry {
+    pub id: Uuid,
+    pub fingerprint: String,
+    pub item_id: Uuid,
+    pub run_id: Uuid,
+    pub accepted: bool,
+    pub category: String,
+    pub root_cause: String,
+    pub fix: String,
+    pub comment: Option<String>,
+    pub resolved_by: String,
+    pub resolved_at: DateTime<Utc>,
+}
+
+/// Human-confirmed answers for a fingerprint, newest first (the error
+/// library's strongest tier).
+pub async fn by_fingerprint(
+    pool: &PgPool,
+    fingerprint: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<LibraryEntry>> {
+    sqlx::query_as(
+        "SELECT id, fingerprint, item_id, run_id, accepted, category, root_cause, fix, comment,
+                resolved_by, resolved_at
+         FROM review_resolutions WHERE fingerprint = $1
+         ORDER BY resolved_at DESC, id DESC LIMIT $2",
+    )
+    .bind(fingerprint)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}

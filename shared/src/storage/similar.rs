@@ -1,0 +1,176 @@
+//! The error library's look-ups beyond exact fingerprints: past analyses
+//! whose normalised failure text (`analysis_runs.failure_text`) is similar,
+//! by trigram similarity (pg_trgm, GIN-indexed) and, failing that, by
+//! full-text search. Every match carries a score (0..1), the tier that found
+//! it, and whether a human confirmed the analysis in review.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{AssertSqlSafe, PgPool};
+use uuid::Uuid;
+
+/// How a past failure was found; the better tiers are tried first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Same fingerprint: the same failure, modulo volatile values.
+    Fingerprint,
+    /// Trigram similarity of the normalised failure text ≥ the threshold.
+    Trigram,
+    /// Shares words with the normalised failure text (full-text search).
+    Fulltext,
+}
+
+/// Where a match comes from. Analyses are the runs themselves; other
+/// sources (e.g. `review_resolution`, a human's correction) can be listed
+/// beside them in the same shape.
+pub const SOURCE_ANALYSIS: &str = "analysis";
+
+/// One scored past failure.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SimilarMatch {
+    pub run_id: Uuid,
+    pub status: String,
+    pub category: Option<String>,
+    pub confidence: Option<f32>,
+    pub root_cause: Option<String>,
+    pub fix: Option<String>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// 0..1; 1 for a fingerprint match.
+    pub score: f32,
+    #[sqlx(skip)]
+    pub tier: Option<Tier>,
+    /// A reviewer resolved this run's review item (confirmed or corrected it).
+    pub human_confirmed: bool,
+    #[sqlx(skip)]
+    pub source: &'static str,
+}
+
+/// Lowest trigram similarity that counts as a match (pg_trgm's default for `%`).
+pub const TRIGRAM_THRESHOLD: f32 = 0.3;
+
+const MATCH_COLUMNS: &str = "r.id AS run_id, r.status, r.category, r.confidence,
+    r.result ->> 'root_cause' AS root_cause, r.result ->> 'fix' AS fix, r.finished_at,
+    EXISTS (SELECT 1 FROM review_items i WHERE i.run_id = r.id AND i.status = 'resolved') AS human_confirmed";
+
+/// Finished analyses other than `exclude` with the same fingerprint, newest first.
+pub async fn by_fingerprint(
+    pool: &PgPool,
+    fingerprint: &str,
+    exclude: &[Uuid],
+    limit: i64,
+) -> sqlx::Result<Vec<SimilarMatch>> {
+    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {MATCH_COLUMNS}, 1::real AS score FROM analysis_runs r
+         WHERE r.fingerprint = $1 AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review')
+           AND r.result IS NOT NULL
+         ORDER BY r.finished_at DESC NULLS LAST LIMIT $3"
+    )))
+    .bind(fingerprint)
+    .bind(exclude)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(tagged(rows, Tier::Fingerprint))
+}
+
+/// Finished analyses other than `exclude` whose failure text is similar to
+/// `text` by trigrams (score = pg_trgm similarity), best first.
+pub async fn by_trigram(
+    pool: &PgPool,
+    text: &str,
+    exclude: &[Uuid],
+    limit: i64,
+) -> sqlx::Result<Vec<SimilarMatch>> {
+    // `%` uses the GIN index with the session threshold (default 0.3, the
+    // same as TRIGRAM_THRESHOLD); the explicit bound keeps it if that changes.
+    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {MATCH_COLUMNS}, similarity(r.failure_text, $1)::real AS score FROM analysis_runs r
+         WHERE r.failure_text IS NOT NULL AND r.failure_text % $1
+           AND similarity(r.failure_text, $1) >= $4
+           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
+    )))
+    .bind(text)
+    .bind(exclude)
+    .bind(limit)
+    .bind(TRIGRAM_THRESHOLD)
+    .fetch_all(pool)
+    .await?;
+    Ok(tagged(rows, Tier::Trigram))
+}
+
+/// Finished analyses other than `exclude` whose failure text shares words
+/// with `text` (any word, OR), ranked by cover density normalised to 0..1.
+pub async fn by_fulltext(
+    pool: &PgPool,
+    text: &str,
+    exclude: &[Uuid],
+    limit: i64,
+) -> sqlx::Result<Vec<SimilarMatch>> {
+    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
+        "WITH q AS (
+             SELECT nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery AS tsq)
+         SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', r.failure_text), q.tsq, 32)::real AS score
+         FROM analysis_runs r, q
+         WHERE q.tsq IS NOT NULL AND r.failure_text IS NOT NULL
+           AND to_tsvector('english', r.failure_text) @@ q.tsq
+           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
+    )))
+    .bind(text)
+    .bind(exclude)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(tagged(rows, Tier::Fulltext))
+}
+
+/// Up to `limit` matches: fingerprint first, then trigram, then full-text,
+/// each tier only while the earlier ones found fewer than `limit`, never
+/// the same run twice and never `run_id` itself.
+pub async fn tiered(
+    pool: &PgPool,
+    run_id: Uuid,
+    fingerprint: &str,
+    text: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<SimilarMatch>> {
+    let mut found = by_fingerprint(pool, fingerprint, &[run_id], limit).await?;
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(found);
+    };
+    for tier in [Tier::Trigram, Tier::Fulltext] {
+        let missing = limit - found.len() as i64;
+        if missing <= 0 {
+            break;
+        }
+        let exclude: Vec<Uuid> = std::iter::once(run_id)
+            .chain(found.iter().map(|m| m.run_id))
+            .collect();
+        let more = match tier {
+            Tier::Trigram => by_trigram(pool, text, &exclude, missing).await?,
+            _ => by_fulltext(pool, text, &exclude, missing).await?,
+        };
+        found.extend(more);
+    }
+    Ok(found)
+}
+
+/// The stored normalised failure text of a run, if its excerpt was taken.
+pub async fn failure_text(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT failure_text FROM analysis_runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await
+        .map(Option::flatten)
+}
+
+fn tagged(mut rows: Vec<SimilarMatch>, tier: Tier) -> Vec<SimilarMatch> {
+    for m in &mut rows {
+        m.tier = Some(tier);
+        m.source = SOURCE_ANALYSIS;
+        m.score = m.score.clamp(0.0, 1.0);
+    }
+    rows
+}

@@ -1,0 +1,229 @@
+//! The deployment files under `deploy/` parse and agree with the code:
+//! every YAML document parses, Kubernetes objects are well-formed, every
+//! Secret a manifest reads is in the secret template, the worker's grace
+//! period outlasts its drain, files the compose stack mounts exist, and every
+//! metric an alert uses is one the binaries export. Runs in `make lint`
+//! (`cargo test -p faultline-tests --test deploy`): no cluster, no Docker.
+
+use std::{
+    collections::BTreeSet,
+    fs,
+    path::{Path, PathBuf},
+};
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            yaml_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(path);
+        }
+    }
+}
+
+fn load(path: &Path) -> Vec<Yaml> {
+    let text = fs::read_to_string(path).unwrap();
+    YamlLoader::load_from_str(&text)
+        .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()))
+}
+
+fn str_of<'a>(y: &'a Yaml, what: &str, path: &Path) -> &'a str {
+    y.as_str()
+        .unwrap_or_else(|| panic!("{}: {what} is missing or not a string", path.display()))
+}
+
+/// Every value under a key named `key`, anywhere in the document.
+fn find_all<'a>(y: &'a Yaml, key: &str, out: &mut Vec<&'a Yaml>) {
+    match y {
+        Yaml::Hash(h) => {
+            for (k, v) in h {
+                if k.as_str() == Some(key) {
+                    out.push(v);
+                }
+                find_all(v, key, out);
+            }
+        }
+        Yaml::Array(a) => a.iter().for_each(|v| find_all(v, key, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_yaml_file_under_deploy_parses_into_non_empty_documents() {
+    let mut files = Vec::new();
+    yaml_files(&root().join("deploy"), &mut files);
+    assert!(files.len() >= 10, "found only {files:?}");
+    for path in &files {
+        let docs = load(path);
+        assert!(!docs.is_empty(), "{} is empty", path.display());
+        for doc in &docs {
+            assert!(
+                matches!(doc, Yaml::Hash(h) if !h.is_empty()),
+                "{}: every document is a non-empty mapping",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn kubernetes_manifests_are_objects_and_read_only_templated_secrets() {
+    let dir = root().join("deploy/k8s");
+    let template = dir.join("secret-example.yaml");
+    let mut defined = BTreeSet::new();
+    for doc in load(&template) {
+        assert_eq!(str_of(&doc["kind"], "kind", &template), "Secret");
+        let name = str_of(&doc["metadata"]["name"], "metadata.name", &template);
+        for (key, _) in doc["stringData"].as_hash().expect("stringData") {
+            defined.insert((name.to_string(), key.as_str().unwrap().to_string()));
+        }
+    }
+    let mut files = Vec::new();
+    yaml_files(&dir, &mut files);
+    for path in files.iter().filter(|p| **p != template) {
+        for doc in load(path) {
+            str_of(&doc["apiVersion"], "apiVersion", path);
+            let kind = str_of(&doc["kind"], "kind", path);
+            if kind == "Kustomization" {
+                for res in doc["resources"].as_vec().unwrap() {
+                    let res = str_of(res, "a resource", path);
+                    assert!(dir.join(res).exists(), "kustomization lists missing {res}");
+                }
+                continue;
+            }
+            str_of(&doc["metadata"]["name"], "metadata.name", path);
+            assert_ne!(
+                kind,
+                "Secret",
+                "{}: real Secrets do not belong in the repository",
+                path.display()
+            );
+            let mut refs = Vec::new();
+            find_all(&doc, "secretKeyRef", &mut refs);
+            for r in refs {
+                let name = str_of(&r["name"], "secretKeyRef.name", path).to_string();
+                let key = str_of(&r["key"], "secretKeyRef.key", path).to_string();
+                assert!(
+                    defined.contains(&(name.clone(), key.clone())),
+                    "{} reads secret {name}/{key}, which secret-example.yaml does not define",
+                    path.display()
+                );
+            }
+            let mut targets = Vec::new();
+            find_all(&doc, "secretTargetRef", &mut targets);
+            for t in targets.iter().flat_map(|t| t.as_vec().unwrap()) {
+                let name = str_of(&t["name"], "secretTargetRef.name", path).to_string();
+                let key = str_of(&t["key"], "secretTargetRef.key", path).to_string();
+                assert!(
+                    defined.contains(&(name, key)),
+                    "{}: unknown secret",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_worker_grace_period_outlasts_its_drain() {
+    let path = root().join("deploy/k8s/worker-deployment.yaml");
+    let doc = &load(&path)[0];
+    let pod = &doc["spec"]["template"]["spec"];
+    let grace = pod["terminationGracePeriodSeconds"].as_i64().unwrap();
+    let env = pod["containers"][0]["env"].as_vec().unwrap();
+    let drain_ms: i64 = env
+        .iter()
+        .find(|e| e["name"].as_str() == Some("FAULTLINE_SHUTDOWN_GRACE_MS"))
+        .and_then(|e| e["value"].as_str())
+        .expect("the manifest sets FAULTLINE_SHUTDOWN_GRACE_MS")
+        .parse()
+        .unwrap();
+    assert!(
+        grace * 1000 > drain_ms + 10_000,
+        "grace {grace}s vs drain {drain_ms}ms"
+    );
+    let probes = ["readinessProbe", "livenessProbe"];
+    for probe in probes {
+        assert!(
+            pod["containers"][0][probe]["httpGet"]["path"]
+                .as_str()
+                .is_some(),
+            "{probe}"
+        );
+    }
+}
+
+#[test]
+fn files_the_compose_stack_mounts_exist() {
+    let deploy = root().join("deploy");
+    let path = deploy.join("compose.yaml");
+    let doc = &load(&path)[0];
+    let services = doc["services"].as_hash().unwrap();
+    for name in [
+        "postgres",
+        "redis",
+        "migrate",
+        "producer",
+        "worker",
+        "otel-collector",
+        "prometheus",
+    ] {
+        assert!(
+            services.contains_key(&Yaml::String(name.into())),
+            "compose has no {name}"
+        );
+    }
+    assert_eq!(
+        doc["services"]["worker"]["deploy"]["replicas"].as_i64(),
+        Some(3)
+    );
+    for (_, service) in services {
+        for volume in service["volumes"].as_vec().into_iter().flatten() {
+            let spec = volume.as_str().unwrap();
+            if let Some(local) = spec.strip_prefix("./") {
+                let file = local.split(':').next().unwrap();
+                assert!(deploy.join(file).exists(), "compose mounts missing {file}");
+            }
+        }
+    }
+}
+
+#[test]
+fn alerts_use_only_metrics_the_binaries_export() {
+    let source = fs::read_to_string(root().join("shared/src/metrics.rs")).unwrap();
+    let path = root().join("deploy/prometheus/alerts.yaml");
+    let doc = &load(&path)[0];
+    let mut used = BTreeSet::new();
+    for group in doc["groups"].as_vec().unwrap() {
+        for rule in group["rules"].as_vec().unwrap() {
+            str_of(&rule["alert"], "alert", &path);
+            let expr = str_of(&rule["expr"], "expr", &path);
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("faultline_") {
+                    used.insert(word.to_string());
+                }
+            }
+        }
+    }
+    assert!(used.len() >= 8, "{used:?}");
+    for metric in used {
+        let base = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|s| metric.strip_suffix(s))
+            .unwrap_or(&metric);
+        assert!(
+            source.contains(&format!("\"{base}\"")),
+            "alerts.yaml uses {metric}, which shared/src/metrics.rs does not record"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Outbox notifications: written with the final checkpoint, delivered by the
+//! worker with retries scheduled in Postgres, signed, deduplicable, and
+//! never re-sent to a target that already accepted them.
+
+use std::time::Duration;
+
+use faultline_shared::storage::events::{self, NewEvent, RunLimits};
+use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use uuid::Uuid;
+use wiremock::{
+    Mock, MockServer, ResponseTemplate,
+    matchers::{header, method, path},
+};
+
+const SECRET: &str = "notify-secret-for-tests";
+
+/// Fast retries so three attempts take well under a second.
+const FAST_NOTIFY: &[(&str, &str)] = &[
+    ("NOTIFY_WEBHOOK_SECRET", SECRET),
+    ("NOTIFY_RETRY_BASE", "100ms"),
+    ("NOTIFY_RETRY_MAX", "1s"),
+    ("NOTIFY_POLL_INTERVAL", "100ms"),
+];
+
+#[derive(sqlx::FromRow, Debug)]
+struct Outbox {
+    id: Uuid,
+    status: String,
+    attempts: i32,
+    delivered_to: Vec<String>,
+    last_error: Option<String>,
+}
+
+async fn outbox_row(db: &TestDb, run: Uuid) -> Option<Outbox> {
+    sqlx::query_as(
+        "SELECT id, status, attempts, delivered_to, last_error FROM notification_outbox WHERE run_id = $1",
+    )
+    .bind(run)
+    .fetch_optional(&db.pool)
+    .await
+    .unwrap()
+}
+
+async fn wait_outbox(db: &TestDb, run: Uuid, status: &str) -> Outbox {
+    wait_until(Duration::from_secs(30), || async {
+        outbox_row(db, run).await.filter(|o| o.status == status)
+    })
+    .await
+}
+
+fn verify(body: &[u8], signature: &str) -> bool {
+    let Some(hex) = signature.strip_prefix("sha256=") else {
+        return false;
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    faultline_shared::storage::events::hex(&mac.finalize().into_bytes()) == hex
+}
+
+#[tokio::test]
+async fn a_webhook_that_fails_twice_gets_the_notification_exactly_once_on_the_third_attempt() {
+    let db = TestDb::new().await;
+    let hook = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&hook)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .and(header("content-type", "application/json"))
+        .respond_with(ResponseTemplate::new(204))
+        .with_priority(2)
+        .mount(&hook)
+        .await;
+    let url = format!("{}/hook", hook.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.push(("NOTIFY_WEBHOOK_URL", &url));
+    let _worker = db.worker("w1", &env);
+
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
+    assert_eq!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await,
+        "completed"
+    );
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(row.attempts, 3, "{row:?}");
+    assert_eq!(row.delivered_to, ["webhook"]);
+    assert!(row.last_error.is_none());
+
+    let requests = hook.received_requests().await.unwrap();
+    assert_eq!(
+        requests.len(),
+        3,
+        "two failures, one success, nothing after"
+    );
+    for r in &requests {
+        assert_eq!(
+            r.headers["x-faultline-delivery"],
+            row.id.to_string().as_str()
+        );
+        assert_eq!(r.headers["x-faultline-event"], "analysis.completed");
+        let sig = r.headers["x-faultline-signature"].to_str().unwrap();
+        assert!(verify(&r.body, sig), "signature {sig} must verify");
+        assert!(!verify(b"{}", sig));
+    }
+    assert_eq!(
+        requests[0].body, requests[2].body,
+        "every retry sends the same bytes"
+    );
+    let body: Value = serde_json::from_slice(&requests[2].body).unwrap();
+    assert_eq!(body["run_id"], run.to_string());
+    assert_eq!(body["delivery_id"], row.id.to_string());
+    assert_eq!(body["category"], "INFRA_ERROR");
+    assert_eq!(body["failure"]["log_name"], "oom.log");
+}
+
+#[tokio::test]
+async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() {
+    let db = TestDb::new().await;
+    let fake = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/hook"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("down"))
+        .mount(&fake)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/octo-org/octo-repo/check-runs"))
+        .and(header("authorization", "Bearer ghs_test_token"))
+        .and(header("accept", "application/vnd.github+json"))
+        .respond_with(
+            ResponseTemplate::new(201).set_body_json(json!({"id": 4, "name": "faultline"})),
+        )
+        .mount(&fake)
+        .await;
+    let url = format!("{}/hook", fake.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("NOTIFY_WEBHOOK_URL", url.as_str()),
+        ("GITHUB_TOKEN", "ghs_test_token"),
+        ("NOTIFY_ON_REVIEW", "true"),
+        ("NOTIFY_MAX_ATTEMPTS", "2"),
+    ]);
+    let github_api = fake.uri();
+    env.push(("GITHUB_API_URL", &github_api));
+    let _worker = db.worker("w1", &env);
+
+    // A GitHub Actions failure, stored as the webhook handler stores it.
+    let event = NewEvent {
+        dedup_key: "github:delivery:test-1".into(),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
+        ..NewEvent::default()
+    };
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+    let run = events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
+        .await
+        .unwrap()
+        .run_id;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "dead").await;
+    assert_eq!(row.attempts, 2, "{row:?}");
+    assert_eq!(
+        row.delivered_to,
+        ["github"],
+        "GitHub accepted it on the first attempt"
+    );
+    assert!(row.last_error.unwrap().contains("webhook answered 500"));
+
+    let requests = fake.received_requests().await.unwrap();
+    let checks: Vec<_> = requests
+        .iter()
+        .filter(|r| r.url.path().ends_with("/check-runs"))
+        .collect();
+    assert_eq!(checks.len(), 1, "never re-sent to a target that has it");
+    let body: Value = serde_json::from_slice(&checks[0].body).unwrap();
+    assert_eq!(body["head_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+    assert_eq!(body["external_id"], row.id.to_string());
+    assert_eq!(body["status"], "completed");
+    assert_eq!(
+        requests.len() - checks.len(),
+        2,
+        "the webhook was tried twice"
+    );
+}
+
+#[tokio::test]
+async fn needs_review_runs_are_not_notified_unless_configured() {
+    let db = TestDb::new().await;
+    let hook = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&hook)
+        .await;
+    let url = format!("{}/hook", hook.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.push(("NOTIFY_WEBHOOK_URL", &url));
+    let _worker = db.worker("w1", &env);
+    let log = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../samples/ambiguous.log"
+    ))
+    .unwrap();
+    let run = db.enqueue(&db.write("ambiguous.log", log), &[]);
+    assert_eq!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await,
+        "needs_review"
+    );
+    let row = wait_outbox(&db, run, "skipped").await;
+    assert_eq!(row.attempts, 0);
+    assert!(hook.received_requests().await.unwrap().is_empty());
+}

@@ -1,0 +1,270 @@
+//! The Redis broker: Postgres stays the truth (I6), duplicates are harmless,
+//! and bulk work has its own queue.
+
+use std::time::Duration;
+
+use faultline_tests::{TestDb, oom_log, wait_terminal};
+
+/// Environment of a worker or CLI on the Redis broker, isolated by namespace.
+fn redis_env(namespace: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("QUEUE_BACKEND", "redis".into()),
+        ("FAULTLINE_REDIS_NAMESPACE", namespace.into()),
+        ("FAULTLINE_REQUEUE_AFTER_MS", "500".into()),
+    ]
+}
+
+fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+async fn redis_conn() -> redis::aio::MultiplexedConnection {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the test Redis (REDIS_URL)")
+}
+
+/// Deletes every key of `namespace`: what FLUSHALL does to our queues.
+async fn wipe(namespace: &str) -> usize {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    faultline_tests::wipe_redis_namespace(&url, namespace)
+        .await
+        .unwrap()
+}
+
+/// Tasks waiting on the live queue (apalis-redis parks new tasks in the
+/// scheduled set until a fetch promotes them to the active list).
+async fn live_tasks(namespace: &str) -> i64 {
+    let mut conn = redis_conn().await;
+    let active: i64 = redis::cmd("LLEN")
+        .arg(format!("{namespace}-steps-live:active"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let scheduled: i64 = redis::cmd("ZCARD")
+        .arg(format!("{namespace}-steps-live:scheduled"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    active + scheduled
+}
+
+fn namespace(db: &TestDb) -> String {
+    db.name.replace('_', "-")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_complete_on_the_redis_broker() {
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
+    // The step task went to Redis, not to the Postgres queue.
+    let pg_tasks: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(pg_tasks, 0);
+    assert_eq!(live_tasks(&ns).await, 1);
+
+    let _w = db.worker("w", &refs(&env));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    assert!(
+        status == "completed" || status == "needs_review",
+        "{status}"
+    );
+    let steps: i64 = sqlx::query_scalar("SELECT count(*) FROM run_steps WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(steps >= 2, "{steps} steps");
+    wipe(&ns).await;
+}
+
+/// I6: Redis loses everything (FLUSHALL, restart without persistence)
+/// while runs are queued; the reconciler re-enqueues them from Postgres.
+#[tokio::test(flavor = "multi_thread")]
+async fn wiping_redis_loses_no_run() {
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            db.enqueue(
+                &db.write(&format!("oom{i}.log"), format!("{}\nrun {i}\n", oom_log())),
+                &refs(&env),
+            )
+        })
+        .collect();
+    assert!(wipe(&ns).await > 0, "the pushes reached Redis");
+
+    let w = db.worker("w", &refs(&env));
+    for run in &runs {
+        let status = wait_terminal(&db.pool, *run, Duration::from_secs(60)).await;
+        assert!(
+            status == "completed" || status == "needs_review",
+            "{status}"
+        );
+    }
+    assert!(
+        w.stderr().contains("re-pushed steps missing from Redis"),
+        "{}",
+        w.stderr()
+    );
+    wipe(&ns).await;
+}
+
+/// A step pushed twice (the committer and the reconciler racing) runs once.
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicate_step_tasks_are_harmless() {
+    use faultline_shared::{
+        queue::{Pending, redis::RedisBroker},
+        types::StepTask,
+    };
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let broker = RedisBroker::connect(&url, &ns).await.unwrap();
+    let first = Pending {
+        step: StepTask {
+            run_id: run,
+            iteration: 1,
+            attempt: 0,
+        },
+        priority: faultline_shared::queue::PRIORITY_LIVE,
+        run_at: None,
+    };
+    // Same idempotency key: Redis keeps one task.
+    broker.push(&[first.clone(), first.clone()]).await.unwrap();
+    assert_eq!(
+        broker
+            .ensure_queued(std::slice::from_ref(&first))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(live_tasks(&ns).await, 1, "one task per idempotency key");
+    let mut conn = redis_conn().await;
+    // Force a true duplicate past the key, as after a partial Redis loss.
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{ns}-steps-live:idempotency:{}", first.step.key()))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    broker.push(std::slice::from_ref(&first)).await.unwrap();
+    assert_eq!(live_tasks(&ns).await, 2);
+
+    let w = db.worker("w", &refs(&env));
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let (rows, distinct): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT iteration) FROM run_steps WHERE run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows, distinct, "one checkpoint per iteration");
+    let tools_iteration_1: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM tool_invocations WHERE run_id = $1 AND iteration = 1",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        tools_iteration_1, 1,
+        "the duplicate did not execute the step again"
+    );
+    drop(w);
+    wipe(&ns).await;
+}
+
+/// A nightly backlog on the bulk queue does not delay a live analysis.
+#[tokio::test(flavor = "multi_thread")]
+async fn bulk_backlog_does_not_delay_live_runs() {
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let mut bulk_env = refs(&env);
+    let bulk: Vec<_> = (0..12)
+        .map(|i| {
+            let path = db.write(
+                &format!("bulk{i}.log"),
+                format!("{}\nbulk {i}\n", oom_log()),
+            );
+            db.cli_ok(&["enqueue", "--bulk", path.to_str().unwrap()], &bulk_env)
+        })
+        .collect();
+    let live = db.enqueue(&db.write("live.log", oom_log()), &refs(&env));
+    // Every step is slow: the bulk backlog alone takes 12 runs x >= 3 steps x 300 ms / 1 slot.
+    bulk_env.push(("FAULTLINE_CHAOS_STEP_DELAY_MS", "300"));
+    bulk_env.push(("FAULTLINE_WORKER_CONCURRENCY", "2"));
+    bulk_env.push(("FAULTLINE_BULK_CONCURRENCY", "1"));
+    let _w = db.worker("w", &bulk_env);
+    wait_terminal(&db.pool, live, Duration::from_secs(60)).await;
+    let open_bulk: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM analysis_runs WHERE priority < 10 AND status NOT IN ('completed', 'needs_review', 'failed')",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(
+        open_bulk >= 8,
+        "the live run waited behind the bulk backlog: only {open_bulk} of {} bulk runs still open",
+        bulk.len()
+    );
+    wipe(&ns).await;
+}
+
+/// A task a killed worker had fetched keeps the status "Pending" while it
+/// sits in no list: the reconciler must push it again, not trust the status.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_in_no_list_is_pushed_again() {
+    use faultline_shared::queue::{PRIORITY_LIVE, Pending, redis::RedisBroker};
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let broker = RedisBroker::connect(&url, &ns).await.unwrap();
+    let step = Pending {
+        step: faultline_shared::types::StepTask {
+            run_id: run,
+            iteration: 1,
+            attempt: 0,
+        },
+        priority: PRIORITY_LIVE,
+        run_at: None,
+    };
+    assert_eq!(
+        broker
+            .ensure_queued(std::slice::from_ref(&step))
+            .await
+            .unwrap(),
+        0
+    );
+    // Take the task out of every list, leaving its metadata as it was.
+    let mut conn = redis_conn().await;
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{ns}-steps-live:scheduled"))
+        .arg(format!("{ns}-steps-live:active"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(live_tasks(&ns).await, 0);
+    assert_eq!(
+        broker
+            .ensure_queued(std::slice::from_ref(&step))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(live_tasks(&ns).await, 1);
+    wipe(&ns).await;
+}

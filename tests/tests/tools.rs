@@ -1,0 +1,444 @@
+//! The GitHub and Jenkins tools against fake servers that speak the real
+//! wire format (`faultline_tests::fakes`), with a real Postgres behind the
+//! tool context (the event the tools default to, the shared rate-limit gate).
+
+use std::{
+    collections::HashMap,
+    time::{Duration, UNIX_EPOCH},
+};
+
+use faultline_tests::{TestDb, fakes::*, oom_log};
+use faultline_worker::{
+    sources::SourcesConfig,
+    tools::{ToolBelt, ToolContext, ToolError},
+};
+use serde_json::json;
+use uuid::Uuid;
+use wiremock::{
+    Mock, MockServer,
+    matchers::{body_partial_json, header, method, path, query_param},
+};
+
+/// A tool belt configured by `env`, and a context on a stored failure of
+/// `octo-org/ledger-api` at [`SHA`].
+async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext) {
+    let map: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let sources = SourcesConfig::from_lookup(|k| map.get(k).cloned()).unwrap();
+    let fetcher = sources.build(&db.pool);
+    let belt = ToolBelt::standard(Duration::from_secs(30), None)
+        .with_sources(fetcher.github.clone(), fetcher.jenkins.clone());
+    let run_id = db.enqueue(&db.write("b.log", oom_log()), &[]);
+    let event_id: Uuid = sqlx::query_scalar(
+        "UPDATE failure_events SET repository = $2, commit_sha = $3
+         WHERE id = (SELECT event_id FROM analysis_runs WHERE id = $1) RETURNING id",
+    )
+    .bind(run_id)
+    .bind(format!("https://github.com/{REPO}.git"))
+    .bind(SHA)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let ctx = ToolContext {
+        pool: db.pool.clone(),
+        run_id,
+        event_id,
+    };
+    (belt, ctx)
+}
+
+fn github_env(server: &MockServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("GITHUB_TOKEN", GITHUB_TOKEN.to_string()),
+        ("GITHUB_API_URL", server.uri()),
+    ]
+}
+
+fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+const FILE: &str = "src/main/java/com/example/ledger/BatchWriter.java";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_configured_sources_offer_their_tools() {
+    let db = TestDb::new().await;
+    let (bare, _) = tool_belt(&db, &[]).await;
+    assert!(
+        !bare
+            .names()
+            .iter()
+            .any(|n| n.starts_with("github") || n.starts_with("jenkins"))
+    );
+    let (full, _) = tool_belt(
+        &db,
+        &[
+            ("GITHUB_TOKEN", "t"),
+            ("JENKINS_URL", "http://127.0.0.1:9/"),
+        ],
+    )
+    .await;
+    for name in [
+        "github_file",
+        "github_blame",
+        "github_commits",
+        "github_search",
+        "jenkins_console",
+    ] {
+        assert!(
+            full.names().contains(&name),
+            "{name} missing from {:?}",
+            full.names()
+        );
+    }
+    let described = full.describe();
+    assert!(described.iter().any(|t| t["name"] == "github_blame"
+        && t["parameters"]["required"] == json!(["path", "start_line"])));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_file_returns_the_lines_around_a_location_at_the_failing_commit() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let text: String = (1..=80)
+        .map(|i| format!("    line {i} of BatchWriter\n"))
+        .collect();
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/contents/{FILE}")))
+        .and(query_param("ref", SHA))
+        .and(header(
+            "authorization",
+            format!("Bearer {GITHUB_TOKEN}").as_str(),
+        ))
+        .respond_with(github_json(contents(FILE, &text)))
+        .expect(1)
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+    let out = belt
+        .call(
+            &ctx,
+            "github_file",
+            &json!({"path": FILE, "line": 41, "context": 2}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["repo"], REPO);
+    assert_eq!(out["ref"], SHA);
+    assert_eq!(out["total_lines"], 80);
+    let lines: Vec<(u64, &str)> = out["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["n"].as_u64().unwrap(), l["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(lines.first(), Some(&(39, "    line 39 of BatchWriter")));
+    assert_eq!(lines.last(), Some(&(43, "    line 43 of BatchWriter")));
+    assert_eq!(lines.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_errors_become_precise_tool_errors() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/contents/src/Missing.java")))
+        .respond_with(github_error(404, "Not Found"))
+        .mount(&gh)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/commits")))
+        .respond_with(github_error(401, "Bad credentials"))
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+
+    let missing = belt
+        .call(&ctx, "github_file", &json!({"path": "src/Missing.java"}))
+        .await
+        .unwrap_err();
+    let ToolError::Failed(msg) = &missing else {
+        panic!("{missing:?}")
+    };
+    assert!(
+        msg.contains("404 Not Found") && msg.contains("src/Missing.java"),
+        "{msg}"
+    );
+
+    let bad_token = belt
+        .call(&ctx, "github_commits", &json!({"path": FILE}))
+        .await
+        .unwrap_err();
+    let ToolError::Failed(msg) = &bad_token else {
+        panic!("{bad_token:?}")
+    };
+    assert!(
+        msg.contains("rejected the credentials (401 Bad credentials)"),
+        "{msg}"
+    );
+
+    // Bad arguments never reach GitHub.
+    let before = gh.received_requests().await.unwrap().len();
+    let climb = belt
+        .call(&ctx, "github_file", &json!({"path": "../../etc/passwd"}))
+        .await
+        .unwrap_err();
+    assert!(climb.to_string().contains("not a file path"), "{climb}");
+    let schema = belt
+        .call(&ctx, "github_blame", &json!({"path": FILE}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&schema, ToolError::Invalid(m) if m.contains("start_line")),
+        "{schema:?}"
+    );
+    assert_eq!(gh.received_requests().await.unwrap().len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_blame_keeps_the_ranges_that_cover_the_requested_lines() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let range = |start: u64, end: u64, oid: &str, headline: &str, who: &str| {
+        json!({"startingLine": start, "endingLine": end, "age": 3, "commit": {
+            "oid": oid, "abbreviatedOid": &oid[..7], "messageHeadline": headline,
+            "committedDate": "2026-11-20T17:02:11Z", "author": {"name": who, "email": format!("{who}@example.com")}}})
+    };
+    let reply = json!({"data": {"repository": {"object": {"blame": {"ranges": [
+        range(1, 30, "1111111aaaaaaa", "Initial import", "octocat"),
+        range(31, 45, "2222222bbbbbbb", "Flush batches in parallel", "mona"),
+        range(46, 80, "3333333ccccccc", "Add metrics", "hubot"),
+    ]}}}}});
+    Mock::given(method("POST"))
+        .and(path("/graphql"))
+        .and(header(
+            "authorization",
+            format!("Bearer {GITHUB_TOKEN}").as_str(),
+        ))
+        .and(body_partial_json(json!({"variables": {
+            "owner": "octo-org", "name": "ledger-api", "ref": SHA, "path": FILE}})))
+        .respond_with(github_json(reply))
+        .expect(1)
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+    let out = belt
+        .call(
+            &ctx,
+            "github_blame",
+            &json!({"path": FILE, "start_line": 40, "end_line": 42}),
+        )
+        .await
+        .unwrap();
+    let ranges = out["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 1, "{out}");
+    assert_eq!(ranges[0]["commit"], "2222222bbbbbbb");
+    assert_eq!(ranges[0]["author"], "mona");
+    assert_eq!(ranges[0]["message"], "Flush batches in parallel");
+
+    // A path GitHub does not know comes back as a GraphQL error, not a crash.
+    gh.reset().await;
+    Mock::given(method("POST"))
+        .and(path("/graphql"))
+        .respond_with(github_json(json!({"data": {"repository": {"object": null}}, "errors": [
+            {"type": "NOT_FOUND", "path": ["repository", "object"], "locations": [{"line": 3, "column": 5}],
+             "message": "Could not resolve to a Blob with the path 'nope.rs'."}]})))
+        .mount(&gh)
+        .await;
+    let err = belt
+        .call(
+            &ctx,
+            "github_blame",
+            &json!({"path": "nope.rs", "start_line": 1}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed(m) if m.contains("Could not resolve")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_commits_and_search_ask_github_with_its_query_parameters() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/commits")))
+        .and(query_param("path", FILE))
+        .and(query_param("sha", SHA))
+        .and(query_param("per_page", "2"))
+        .respond_with(github_json(json!([
+            {"sha": "2222222bbbbbbb", "html_url": "https://github.com/octo-org/ledger-api/commit/2222222bbbbbbb",
+             "commit": {"message": "Flush batches in parallel\n\nFaster, but reorders.",
+                        "author": {"name": "Mona Lisa", "email": "mona@example.com", "date": "2026-11-20T17:02:11Z"}},
+             "author": {"login": "mona", "id": 2}},
+            {"sha": "1111111aaaaaaa", "html_url": "https://github.com/octo-org/ledger-api/commit/1111111aaaaaaa",
+             "commit": {"message": "Initial import", "author": {"name": "The Octocat", "email": "o@example.com", "date": "2026-10-01T09:00:00Z"}},
+             "author": {"login": "octocat", "id": 1}}
+        ])))
+        .expect(1)
+        .mount(&gh)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/search/code"))
+        .and(query_param("q", format!("flushesInOrder repo:{REPO}").as_str()))
+        .respond_with(github_json(json!({"total_count": 1, "incomplete_results": false, "items": [
+            {"name": "BatchWriterTest.java", "path": "src/test/java/com/example/ledger/BatchWriterTest.java",
+             "sha": "9f1e2d", "url": "https://api.github.com/repositories/1/contents/x",
+             "html_url": "https://github.com/octo-org/ledger-api/blob/main/src/test/java/com/example/ledger/BatchWriterTest.java",
+             "repository": {"id": 1, "full_name": REPO}, "score": 1.0}]})))
+        .expect(1)
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+    let commits = belt
+        .call(&ctx, "github_commits", &json!({"path": FILE, "limit": 2}))
+        .await
+        .unwrap();
+    let list = commits["commits"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["message"], "Flush batches in parallel");
+    assert_eq!(
+        (list[0]["author"].clone(), list[0]["login"].clone()),
+        (json!("Mona Lisa"), json!("mona"))
+    );
+    let found = belt
+        .call(&ctx, "github_search", &json!({"query": "flushesInOrder"}))
+        .await
+        .unwrap();
+    assert_eq!(found["total_count"], 1);
+    assert_eq!(
+        found["items"][0]["path"],
+        "src/test/java/com/example/ledger/BatchWriterTest.java"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limited_github_call_is_retried_after_the_reset_and_blocks_every_worker() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let reset = epoch_in(1);
+    let text = "fn main() {}\n";
+    let script = Scripted::new(vec![
+        github_rate_limited(reset),
+        github_json(contents("src/main.rs", text)),
+    ]);
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/contents/src/main.rs")))
+        .respond_with(script.clone())
+        .mount(&gh)
+        .await;
+    let secondary = Scripted::new(vec![
+        github_error(429, "You have exceeded a secondary rate limit.")
+            .insert_header("retry-after", "1"),
+        github_json(json!({"total_count": 0, "incomplete_results": false, "items": []})),
+    ]);
+    Mock::given(method("GET"))
+        .and(path("/search/code"))
+        .respond_with(secondary.clone())
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+
+    let out = belt
+        .call(&ctx, "github_file", &json!({"path": "src/main.rs"}))
+        .await
+        .unwrap();
+    assert_eq!(out["lines"][0]["text"], "fn main() {}");
+    assert_eq!(script.count(), 2);
+    assert!(
+        script.at(1) >= UNIX_EPOCH + Duration::from_secs(reset),
+        "the retry came before x-ratelimit-reset"
+    );
+    // The block is shared through Postgres: other workers wait for the same reset.
+    let until: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM blocked_until)::float8 FROM api_rate_limits WHERE api = 'github'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(until as u64, reset);
+
+    // A secondary limit (429 + retry-after) is honoured the same way.
+    let found = belt
+        .call(&ctx, "github_search", &json!({"query": "main"}))
+        .await
+        .unwrap();
+    assert_eq!(found["total_count"], 0);
+    assert_eq!(secondary.count(), 2);
+    assert!(secondary.at(1).duration_since(secondary.at(0)).unwrap() >= Duration::from_secs(1));
+}
+
+/// `n` console lines numbered from 1, in network chunks of `per_chunk` lines.
+fn console_chunks(n: usize, per_chunk: usize, last: &str) -> Vec<String> {
+    let mut lines: Vec<String> = (1..n)
+        .map(|i| format!("[Pipeline] echo console line {i}\n"))
+        .collect();
+    lines.push(format!("{last}\n"));
+    lines.chunks(per_chunk).map(|c| c.concat()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jenkins_console_streams_a_chunked_body_and_keeps_one_end_within_the_cap() {
+    let db = TestDb::new().await;
+    let total_lines = 40_000;
+    let chunks = console_chunks(total_lines, 500, "Finished: FAILURE");
+    let total_bytes: usize = chunks.iter().map(String::len).sum();
+    let jenkins = FakeJenkins::start("ledger-api", 813, "ci-bot", "11aa22bb", chunks).await;
+    let env = [
+        ("JENKINS_URL", jenkins.url.as_str()),
+        ("JENKINS_USER", "ci-bot"),
+        ("JENKINS_API_TOKEN", "11aa22bb"),
+        ("JENKINS_CONSOLE_MAX_BYTES", "65536"),
+    ];
+    let (belt, ctx) = tool_belt(&db, &env).await;
+    let args = json!({"job": "ledger-api", "build": 813});
+
+    let tail = belt.call(&ctx, "jenkins_console", &args).await.unwrap();
+    assert_eq!(tail["truncated"], true);
+    assert_eq!(tail["total_bytes"], total_bytes);
+    let lines = tail["lines"].as_array().unwrap();
+    let kept: usize = lines
+        .iter()
+        .map(|l| l["text"].as_str().unwrap().len() + 1)
+        .sum();
+    assert!(kept <= 65536 && kept > 60_000, "kept {kept} bytes");
+    assert_eq!(lines.last().unwrap()["text"], "Finished: FAILURE");
+    assert_eq!(lines.last().unwrap()["n"], total_lines);
+    // Line numbers survive the cut: line n reads "console line n".
+    let first = &lines[0];
+    assert_eq!(
+        first["text"],
+        format!("[Pipeline] echo console line {}", first["n"])
+    );
+
+    let mut head_args = args.clone();
+    head_args["part"] = json!("head");
+    head_args["max_bytes"] = json!(4096);
+    let head = belt
+        .call(&ctx, "jenkins_console", &head_args)
+        .await
+        .unwrap();
+    let lines = head["lines"].as_array().unwrap();
+    assert_eq!(lines[0]["text"], "[Pipeline] echo console line 1");
+    assert!(lines.len() < 200 && head["truncated"] == true);
+
+    // Wrong credentials: Jenkins' 401 becomes an error observation.
+    let (bad, ctx2) = tool_belt(
+        &db,
+        &[
+            ("JENKINS_URL", jenkins.url.as_str()),
+            ("JENKINS_USER", "ci-bot"),
+            ("JENKINS_API_TOKEN", "wrong"),
+        ],
+    )
+    .await;
+    let err = bad.call(&ctx2, "jenkins_console", &args).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed(m) if m.contains("401")),
+        "{err:?}"
+    );
+}

@@ -1,0 +1,187 @@
+//! Delivering the notification outbox: a small loop next to the step
+//! consumer. Rows are written by the final checkpoint's transaction
+//! (`storage::outbox`); this loop claims due rows (`SKIP LOCKED`, a
+//! time-limited lock), sends each to every configured target that does not
+//! have it yet, and records the attempt: delivered, retry at a backoff
+//! computed in Postgres, or dead after `NOTIFY_MAX_ATTEMPTS`.
+
+pub mod config;
+mod deliver;
+
+use std::{sync::Arc, time::Duration};
+
+use faultline_shared::storage::{
+    events,
+    outbox::{self, AfterAttempt, Attempt, Claimed, RetryPolicy},
+    runs::{self, FINISHED_CHANNEL},
+};
+use sqlx::{PgPool, postgres::PgListener};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+pub use self::config::NotifyConfig;
+pub use self::deliver::{GITHUB, WEBHOOK, signature};
+
+/// Rows claimed per pass.
+const BATCH: i64 = 16;
+
+struct Notifier {
+    pool: PgPool,
+    config: NotifyConfig,
+    http: reqwest::Client,
+    owner: String,
+}
+
+/// Runs until `shutdown` flips. Woken by run completions (NOTIFY), with a
+/// poll for due retries.
+pub async fn run(
+    pool: PgPool,
+    config: NotifyConfig,
+    owner: String,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder().timeout(config.timeout).build()?;
+    let notifier = Arc::new(Notifier {
+        pool: pool.clone(),
+        config,
+        http,
+        owner,
+    });
+    let mut listener = match PgListener::connect_with(&pool).await {
+        Ok(mut l) => match l.listen(FINISHED_CHANNEL).await {
+            Ok(()) => Some(l),
+            Err(e) => {
+                warn!(error = %e, "notifier cannot LISTEN; polling only");
+                None
+            }
+        },
+        Err(e) => {
+            warn!(error = %e, "notifier cannot LISTEN; polling only");
+            None
+        }
+    };
+    info!(kinds = ?notifier.config.kinds(), "notification delivery started");
+    loop {
+        if *shutdown.borrow() {
+            return Ok(());
+        }
+        let claimed = match notifier.claim().await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(error = %e, "claiming notifications failed");
+                Vec::new()
+            }
+        };
+        let full = claimed.len() as i64 == BATCH;
+        let work = claimed.into_iter().map(|row| {
+            let n = notifier.clone();
+            async move { n.deliver(row).await }
+        });
+        futures::future::join_all(work).await;
+        if full {
+            continue;
+        }
+        let wake = async {
+            match listener.as_mut() {
+                Some(l) => {
+                    if l.recv().await.is_err() {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = wake => {}
+            _ = tokio::time::sleep(notifier.config.poll_interval) => {}
+            _ = shutdown.wait_for(|s| *s) => return Ok(()),
+        }
+    }
+}
+
+impl Notifier {
+    async fn claim(&self) -> sqlx::Result<Vec<Claimed>> {
+        // The lock outlives one request per target with room to record it.
+        let lock = self.config.timeout * 3 + Duration::from_secs(5);
+        outbox::claim_due(&self.pool, &self.owner, lock, &self.config.kinds(), BATCH).await
+    }
+
+    /// One attempt of one row: every target that does not have it yet.
+    async fn deliver(&self, row: Claimed) {
+        let attempt = match self.send(&row).await {
+            Ok(attempt) => attempt,
+            Err(e) => Attempt::Failed {
+                delivered: Vec::new(),
+                error: format!("database: {e}"),
+            },
+        };
+        let policy = RetryPolicy {
+            base: self.config.retry_base,
+            max: self.config.retry_max,
+            max_attempts: self.config.max_attempts,
+        };
+        match outbox::record_attempt(&self.pool, row.id, &self.owner, &attempt, policy).await {
+            Ok(AfterAttempt::Delivered) => {
+                faultline_shared::metrics::webhook_delivery("delivered");
+                info!(run_id = %row.run_id, delivery = %row.id, "notification delivered")
+            }
+            Ok(AfterAttempt::RetryAt(at)) => {
+                faultline_shared::metrics::webhook_delivery("retrying");
+                warn!(run_id = %row.run_id, delivery = %row.id, attempt = row.attempts + 1, %at, ?attempt, "notification failed; will retry")
+            }
+            Ok(AfterAttempt::Dead) => {
+                faultline_shared::metrics::webhook_delivery("failed");
+                warn!(run_id = %row.run_id, delivery = %row.id, ?attempt, "notification dead-lettered")
+            }
+            Ok(AfterAttempt::LockLost) => {
+                warn!(delivery = %row.id, "notification lock lapsed; another deliverer has it")
+            }
+            Err(e) => {
+                warn!(delivery = %row.id, error = %e, "recording a notification attempt failed")
+            }
+        }
+    }
+
+    async fn send(&self, row: &Claimed) -> sqlx::Result<Attempt> {
+        let Some(run) = runs::get(&self.pool, row.run_id).await? else {
+            return Ok(Attempt::Delivered {
+                delivered: Vec::new(),
+            });
+        };
+        let event = events::get(&self.pool, run.event_id).await?;
+        let mut delivered = Vec::new();
+        let mut errors = Vec::new();
+        let pending = |target: &str| !row.delivered_to.iter().any(|t| t == target);
+        if let Some((url, secret)) = &self.config.webhook
+            && pending(WEBHOOK)
+        {
+            let body = deliver::payload(row.id, &row.kind, &run, event.as_ref());
+            let body = serde_json::to_vec(&body).expect("JSON values serialise");
+            match deliver::webhook(&self.http, url, secret, row.id, &row.kind, &body).await {
+                Ok(()) => delivered.push(WEBHOOK.to_string()),
+                Err(e) => errors.push(e),
+            }
+        }
+        let github_target = event
+            .as_ref()
+            .filter(|e| e.source == "github")
+            .and_then(|e| Some((e.repository.clone()?, e.commit_sha.clone()?)));
+        if let (Some((api, token)), Some((repo, sha))) = (&self.config.github, github_target)
+            && pending(GITHUB)
+        {
+            match deliver::github_check_run(&self.http, api, token, row.id, &repo, &sha, &run).await
+            {
+                Ok(()) => delivered.push(GITHUB.to_string()),
+                Err(e) => errors.push(e),
+            }
+        }
+        Ok(if errors.is_empty() {
+            Attempt::Delivered { delivered }
+        } else {
+            Attempt::Failed {
+                delivered,
+                error: errors.join("; "),
+            }
+        })
+    }
+}

@@ -1,0 +1,324 @@
+//! Fetching a webhook event's log before the run's first iteration (issue 5).
+//!
+//! GitHub deliveries and Jenkins notifications without an inline log store
+//! an empty log and what is needed to fetch it. The first step of the run
+//! streams the log into the event's chunk store and records the fetch in
+//! `log_fetches`, in one transaction fenced by the run's lease, so a resumed
+//! or retried run never fetches again once that committed. A transient
+//! failure retries the step with the Postgres-held backoff; a log that is
+//! gone (404/410, expired) or cannot be fetched (not configured, bad
+//! credentials) is [`FetchError::Unavailable`] and the run goes to review
+//! with that reason: the event is never lost.
+
+use std::{sync::Arc, time::Duration};
+
+use faultline_shared::storage::{
+    events::{self, EventRow},
+    log_fetches::{self, Fetched, Pending},
+    runs::Lease,
+};
+use reqwest::Response;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use super::{
+    ApiError,
+    github::{self, GithubClient},
+    jenkins::JenkinsClient,
+};
+
+/// Why the log could not be stored.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// Worth retrying the step (rate limit, 5xx, timeouts, the database).
+    #[error("{0}")]
+    Transient(String),
+    /// The log cannot be had: it expired, or the worker cannot reach it.
+    #[error("log unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<sqlx::Error> for FetchError {
+    fn from(e: sqlx::Error) -> Self {
+        FetchError::Transient(format!("storing the fetched log: {e}"))
+    }
+}
+
+impl From<ApiError> for FetchError {
+    fn from(e: ApiError) -> Self {
+        match e {
+            ApiError::Transient { message, .. } => FetchError::Transient(message),
+            ApiError::NotFound { message, .. } => {
+                FetchError::Unavailable(format!("{message} (the log expired or was deleted)"))
+            }
+            ApiError::Permanent { message, .. } => FetchError::Unavailable(message),
+        }
+    }
+}
+
+/// Where an event's log is.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    GithubJob { repo: String, job_id: u64 },
+    GithubRun { repo: String, run_id: u64 },
+    JenkinsConsole { url: String },
+}
+
+/// The log to fetch for an event that arrived without one.
+fn target(event: &EventRow, payload: &Value) -> Option<Target> {
+    if event.log_bytes > 0 {
+        return None;
+    }
+    match event.source.as_str() {
+        "github" => {
+            let gh = &payload["github"];
+            let repo = gh["repository"].as_str()?.to_string();
+            match (gh["kind"].as_str()?, gh["job_id"].as_u64()) {
+                ("workflow_job", Some(job_id)) => Some(Target::GithubJob { repo, job_id }),
+                ("workflow_run", _) => Some(Target::GithubRun {
+                    repo,
+                    run_id: gh["run_id"].as_u64()?,
+                }),
+                _ => None,
+            }
+        }
+        "jenkins" if payload["jenkins"]["log_inline"] == false => Some(Target::JenkinsConsole {
+            url: payload["jenkins"]["console_url"].as_str()?.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// Fetches logs with whichever CI clients are configured.
+#[derive(Clone)]
+pub struct LogFetcher {
+    pub github: Option<Arc<GithubClient>>,
+    pub jenkins: Option<Arc<JenkinsClient>>,
+    /// Longest log stored: a longer one keeps its head and tail, and the
+    /// cut is marked in the log and recorded.
+    pub max_bytes: u64,
+    /// Bound on one whole fetch.
+    pub timeout: Duration,
+}
+
+impl LogFetcher {
+    /// Stores the event's log if it arrived without one and was not fetched
+    /// yet. `Ok(None)`: nothing to do; `Ok(Some)`: stored now.
+    pub async fn ensure(
+        &self,
+        pool: &PgPool,
+        lease: &Lease,
+        event: &EventRow,
+    ) -> Result<Option<Fetched>, FetchError> {
+        let payload = events::payload(pool, event.id).await?.unwrap_or_default();
+        let Some(target) = target(event, &payload) else {
+            return Ok(None);
+        };
+        if log_fetches::get(pool, event.id).await?.is_some() {
+            return Ok(None);
+        }
+        let work = self.fetch(pool, lease, event, &target);
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Transient(format!(
+                "fetching the log took longer than {}s",
+                self.timeout.as_secs()
+            ))),
+        }
+    }
+
+    async fn fetch(
+        &self,
+        pool: &PgPool,
+        lease: &Lease,
+        event: &EventRow,
+        target: &Target,
+    ) -> Result<Option<Fetched>, FetchError> {
+        let mut pending = log_fetches::begin(pool, event.id, self.max_bytes).await?;
+        let (source, mut detail) = match target {
+            Target::GithubJob { repo, job_id } => {
+                let (gh, repo) = self.github(repo)?;
+                let resp = gh.job_log(&repo, *job_id).await?;
+                let url = resp.url().clone();
+                stream(&mut pending, resp).await?;
+                (
+                    "github",
+                    json!({"job_id": job_id, "log_url": strip_query(&url)}),
+                )
+            }
+            Target::GithubRun { repo, run_id } => {
+                let (gh, repo) = self.github(repo)?;
+                self.github_run(gh, &repo, *run_id, &mut pending).await?
+            }
+            Target::JenkinsConsole { url } => {
+                let jenkins = self.jenkins.as_ref().ok_or_else(|| {
+                    FetchError::Unavailable(
+                        "the notification carried no log and JENKINS_URL is not set, so the worker cannot fetch the console".into(),
+                    )
+                })?;
+                let url = jenkins.resolve(url).map_err(FetchError::Unavailable)?;
+                let resp = jenkins.open(&url).await?;
+                stream(&mut pending, resp).await?;
+                ("jenkins", json!({"console_url": url.as_str()}))
+            }
+        };
+        let (bytes, cut) = (pending.bytes(), pending.cut());
+        detail["bytes_read"] = json!(bytes);
+        detail["bytes_cut"] = json!(cut);
+        if !pending.commit(lease, source, &detail).await? {
+            // Our lease was taken over: the new holder fetches (or fetched).
+            return Err(FetchError::Transient(
+                "lease lost while fetching the log".into(),
+            ));
+        }
+        tracing::info!(event_id = %event.id, source, bytes, cut, "fetched the event's log");
+        Ok(Some(Fetched {
+            source: source.to_string(),
+            bytes,
+            truncated: cut > 0,
+            detail,
+        }))
+    }
+
+    fn github(&self, repo: &str) -> Result<(&GithubClient, (String, String)), FetchError> {
+        let gh = self.github.as_deref().ok_or_else(|| {
+            FetchError::Unavailable(
+                "GITHUB_TOKEN is not set, so the worker cannot fetch GitHub Actions logs".into(),
+            )
+        })?;
+        let repo = github::parse_repo(repo).ok_or_else(|| {
+            FetchError::Unavailable(format!("{repo:?} is not an owner/name repository"))
+        })?;
+        Ok((gh, repo))
+    }
+
+    /// A workflow run's failed jobs, each under a header line, concatenated.
+    async fn github_run(
+        &self,
+        gh: &GithubClient,
+        repo: &(String, String),
+        run_id: u64,
+        pending: &mut Pending,
+    ) -> Result<(&'static str, Value), FetchError> {
+        let jobs = gh.run_jobs(repo, run_id).await?;
+        let failed: Vec<_> = jobs
+            .iter()
+            .filter(|j| matches!(j.conclusion.as_deref(), Some("failure" | "timed_out")))
+            .collect();
+        if failed.is_empty() {
+            return Err(FetchError::Unavailable(format!(
+                "run {run_id} of {}/{} lists no failed job",
+                repo.0, repo.1
+            )));
+        }
+        let (mut read, mut detail) = (0, Vec::new());
+        for job in failed {
+            let header = format!(
+                "##[group]faultline: log of job {:?} (id {}, {})\n",
+                job.name,
+                job.id,
+                job.conclusion.as_deref().unwrap_or("failed")
+            );
+            pending.write(header.as_bytes()).await?;
+            match gh.job_log(repo, job.id).await {
+                Ok(resp) => {
+                    read += 1;
+                    let before = pending.bytes();
+                    stream(pending, resp).await?;
+                    detail.push(
+                        json!({"id": job.id, "name": job.name, "bytes": pending.bytes() - before}),
+                    );
+                }
+                // One expired job log does not hide the others.
+                Err(ApiError::NotFound { message, .. }) => {
+                    let line = format!("faultline: log unavailable: {message}\n");
+                    pending.write(line.as_bytes()).await?;
+                    detail.push(json!({"id": job.id, "name": job.name, "error": message}));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if read == 0 {
+            return Err(FetchError::Unavailable(format!(
+                "no failed job of run {run_id} in {}/{} has a log any more: {}",
+                repo.0,
+                repo.1,
+                Value::Array(detail)
+            )));
+        }
+        Ok(("github", json!({"run_id": run_id, "jobs": detail})))
+    }
+}
+
+/// Streams a body into the log (the writer keeps head and tail under the cap).
+async fn stream(pending: &mut Pending, mut resp: Response) -> Result<(), FetchError> {
+    let url = strip_query(resp.url());
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| FetchError::Transient(format!("reading the log from {url}: {e}")))?
+    {
+        pending.write(&chunk).await?;
+    }
+    Ok(())
+}
+
+/// A URL without its query (storage URLs carry signed tokens there).
+fn strip_query(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    url.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(source: &str, log_bytes: i64) -> EventRow {
+        EventRow {
+            id: uuid::Uuid::nil(),
+            dedup_key: "k".into(),
+            source: source.into(),
+            job_name: None,
+            build_number: None,
+            test_name: None,
+            repository: None,
+            commit_sha: None,
+            log_name: None,
+            log_bytes,
+            received_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn only_events_without_a_log_are_fetched() {
+        let job = json!({"github": {"kind": "workflow_job", "repository": "o/r", "job_id": 7, "run_id": 3}});
+        let run = json!({"github": {"kind": "workflow_run", "repository": "o/r", "job_id": null, "run_id": 3}});
+        assert_eq!(
+            target(&event("github", 0), &job),
+            Some(Target::GithubJob {
+                repo: "o/r".into(),
+                job_id: 7
+            })
+        );
+        assert_eq!(
+            target(&event("github", 0), &run),
+            Some(Target::GithubRun {
+                repo: "o/r".into(),
+                run_id: 3
+            })
+        );
+        assert_eq!(target(&event("github", 10), &job), None);
+        let inline =
+            json!({"jenkins": {"log_inline": true, "console_url": "http://j/job/x/1/consoleText"}});
+        let fetch = json!({"jenkins": {"log_inline": false, "console_url": "http://j/job/x/1/consoleText"}});
+        assert_eq!(target(&event("jenkins", 0), &inline), None);
+        assert_eq!(
+            target(&event("jenkins", 0), &fetch),
+            Some(Target::JenkinsConsole {
+                url: "http://j/job/x/1/consoleText".into()
+            })
+        );
+        assert_eq!(target(&event("cli", 0), &json!({})), None);
+    }
+}

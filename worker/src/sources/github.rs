@@ -1,0 +1,491 @@
+//! The GitHub API (REST + GraphQL) with a token: file contents at a commit,
+//! blame, commits touching a path, code search, and Actions job logs.
+//!
+//! Rate limits: a reply with `x-ratelimit-remaining: 0` blocks GitHub for
+//! every worker until `x-ratelimit-reset` ([`Gate`]); a 403/429 that says so
+//! (or carries `retry-after`, GitHub's secondary limit) is transient and
+//! retried after the reset. Everything else maps to a precise [`ApiError`].
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use faultline_shared::config::{ConfigError, Secret};
+use reqwest::{RequestBuilder, Response, StatusCode, Url};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use super::{ApiError, Gate, now_epoch, parse_num, read_at_most, send_error, status_error};
+use crate::http;
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+const SERVICE: &str = "GitHub";
+
+/// `GITHUB_*` settings; GitHub is used only when `GITHUB_TOKEN` is set.
+#[derive(Debug, Clone)]
+pub struct GithubConfig {
+    /// REST root: `https://api.github.com`, or `https://HOST/api/v3` (GHES).
+    pub api_url: String,
+    pub token: Secret,
+    /// Per-read timeout of one request.
+    pub timeout: Duration,
+    /// Longest rate-limit reset a call waits for in-process.
+    pub max_wait: Duration,
+}
+
+impl GithubConfig {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let Some(token) = get("GITHUB_TOKEN") else {
+            return Ok(None);
+        };
+        let api_url = get("GITHUB_API_URL").unwrap_or_else(|| DEFAULT_API_URL.into());
+        Url::parse(&api_url).map_err(|e| ConfigError {
+            name: "GITHUB_API_URL",
+            value: api_url.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(Some(Self {
+            api_url: api_url.trim_end_matches('/').to_string(),
+            token: Secret::new(token.trim()),
+            timeout: Duration::from_millis(parse_num(&get, "GITHUB_TIMEOUT_MS", 20_000)?),
+            max_wait: Duration::from_secs(parse_num(&get, "GITHUB_RATE_LIMIT_MAX_WAIT_SECS", 60)?),
+        }))
+    }
+
+    /// The GraphQL endpoint that goes with the REST root.
+    pub fn graphql_url(&self) -> String {
+        match self.api_url.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{}/graphql", self.api_url),
+        }
+    }
+}
+
+/// `owner/name` of a repository, from `owner/name` or a clone URL
+/// (`https://github.com/owner/name.git`, `git@github.com:owner/name.git`).
+pub fn parse_repo(text: &str) -> Option<(String, String)> {
+    let t = text.trim().trim_end_matches('/');
+    let t = t.strip_suffix(".git").unwrap_or(t);
+    let t = t.rsplit_once(':').map_or(t, |(head, tail)| {
+        // `git@host:owner/name`, but not the scheme of `https://…`.
+        if head.contains("//") { t } else { tail }
+    });
+    let mut parts = t.rsplit('/');
+    let name = parts.next()?;
+    let owner = parts.next()?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    (ok(owner) && ok(name)).then(|| (owner.to_string(), name.to_string()))
+}
+
+/// A file path inside a repository, checked so it cannot climb out of the
+/// contents API (`..`) or smuggle a query.
+pub fn check_path(path: &str) -> Result<Vec<&str>, String> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if path.trim_matches('/').is_empty()
+        || segments
+            .iter()
+            .any(|s| s.is_empty() || *s == "." || *s == "..")
+    {
+        return Err(format!(
+            "path {path:?} is not a file path inside the repository"
+        ));
+    }
+    Ok(segments)
+}
+
+/// A file's text at a commit.
+#[derive(Debug, Clone)]
+pub struct FileText {
+    pub path: String,
+    pub sha: String,
+    pub size: u64,
+    pub text: String,
+}
+
+/// One job of a workflow run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    pub name: String,
+    pub conclusion: Option<String>,
+}
+
+pub struct GithubClient {
+    cfg: GithubConfig,
+    http: reqwest::Client,
+    gate: Gate,
+}
+
+impl GithubClient {
+    pub fn new(cfg: GithubConfig, pool: PgPool) -> Self {
+        let gate = Gate {
+            pool,
+            api: "github",
+            max_wait: cfg.max_wait,
+        };
+        Self {
+            http: super::client(cfg.timeout),
+            cfg,
+            gate,
+        }
+    }
+
+    /// `{api}/repos/{owner}/{name}/{rest…}`, each segment percent-encoded.
+    fn repo_url(&self, repo: &(String, String), rest: &[&str]) -> Url {
+        let mut url = Url::parse(&self.cfg.api_url).expect("GITHUB_API_URL was validated");
+        url.path_segments_mut()
+            .expect("an http(s) URL has path segments")
+            .pop_if_empty()
+            .extend(["repos", repo.0.as_str(), repo.1.as_str()])
+            .extend(rest);
+        url
+    }
+
+    fn authed(&self, req: RequestBuilder) -> RequestBuilder {
+        req.bearer_auth(self.cfg.token.expose())
+            .header("accept", "application/vnd.github+json")
+            .header("x-github-api-version", "2022-11-28")
+    }
+
+    /// Sends a request (rebuilt per attempt) through the gate and the
+    /// retries; returns the successful response with its body unread.
+    async fn send(
+        &self,
+        what: &str,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<Response, ApiError> {
+        let (result, _) = http::retrying(super::policy(&self.gate), what, || {
+            self.send_once(what, &build)
+        })
+        .await;
+        result
+    }
+
+    /// Records rate-limit headers and maps a failed status to an error.
+    async fn check(&self, what: &str, resp: Response) -> Result<Response, ApiError> {
+        let headers = resp.headers();
+        let number = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        let (remaining, reset) = (number("x-ratelimit-remaining"), number("x-ratelimit-reset"));
+        let exhausted = remaining == Some(0.0);
+        if let (true, Some(reset)) = (exhausted, reset) {
+            self.gate.block(reset, "x-ratelimit-remaining: 0").await;
+        }
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let retry_after = http::retry_after(headers);
+        let limited = matches!(
+            status,
+            StatusCode::FORBIDDEN | StatusCode::TOO_MANY_REQUESTS
+        ) && (exhausted || retry_after.is_some());
+        let detail = github_message(&read_at_most(resp, 4096).await);
+        if limited {
+            let until_reset = reset
+                .filter(|_| exhausted)
+                .map(|r| Duration::from_secs_f64((r - now_epoch()).max(0.0)));
+            return Err(ApiError::Transient {
+                message: format!("GitHub rate limit ({status}) for {what}: {detail}"),
+                retry_after: until_reset.or(retry_after),
+            });
+        }
+        Err(status_error(SERVICE, what, status, retry_after, &detail))
+    }
+
+    async fn get_json(&self, what: &str, url: Url) -> Result<Value, ApiError> {
+        let (result, _) = http::retrying(super::policy(&self.gate), what, || async {
+            let resp = self.send_once(what, || self.http.get(url.clone())).await?;
+            resp.json::<Value>()
+                .await
+                .map_err(|e| ApiError::transient(format!("reading GitHub's reply for {what}: {e}")))
+        })
+        .await;
+        result
+    }
+
+    /// One gated attempt without the retry loop (the caller retries).
+    async fn send_once(
+        &self,
+        what: &str,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<Response, ApiError> {
+        self.gate.pass().await?;
+        let resp = self
+            .authed(build())
+            .send()
+            .await
+            .map_err(|e| send_error(SERVICE, what, &e))?;
+        self.check(what, resp).await
+    }
+
+    /// A file's text at `reference` (contents API, base64).
+    pub async fn file(
+        &self,
+        repo: &(String, String),
+        path: &str,
+        reference: &str,
+    ) -> Result<FileText, ApiError> {
+        let segments = check_path(path).map_err(|message| ApiError::Permanent {
+            status: None,
+            message,
+        })?;
+        let mut url = self.repo_url(repo, &["contents"]);
+        url.path_segments_mut().expect("http URL").extend(&segments);
+        url.query_pairs_mut().append_pair("ref", reference);
+        let what = format!("file {path} at {reference} in {}/{}", repo.0, repo.1);
+        let body = self.get_json(&what, url).await?;
+        if body.is_array() {
+            return Err(ApiError::Permanent {
+                status: None,
+                message: format!("{path} is a directory in {}/{}", repo.0, repo.1),
+            });
+        }
+        let size = body["size"].as_u64().unwrap_or_default();
+        if body["encoding"] != "base64" {
+            return Err(ApiError::Permanent {
+                status: None,
+                message: format!(
+                    "{path} ({size} bytes) is too large for the contents API (encoding {})",
+                    body["encoding"]
+                ),
+            });
+        }
+        let encoded: String = body["content"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| ApiError::Permanent {
+                status: None,
+                message: format!("GitHub sent {path} with invalid base64: {e}"),
+            })?;
+        Ok(FileText {
+            path: body["path"].as_str().unwrap_or(path).to_string(),
+            sha: body["sha"].as_str().unwrap_or_default().to_string(),
+            size,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    }
+
+    /// Commits touching `path` reachable from `reference`, newest first.
+    pub async fn commits(
+        &self,
+        repo: &(String, String),
+        path: Option<&str>,
+        reference: Option<&str>,
+        limit: u32,
+    ) -> Result<Value, ApiError> {
+        let mut url = self.repo_url(repo, &["commits"]);
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(p) = path {
+                q.append_pair("path", p);
+            }
+            if let Some(r) = reference {
+                q.append_pair("sha", r);
+            }
+            q.append_pair("per_page", &limit.to_string());
+        }
+        let what = format!("commits of {}/{}", repo.0, repo.1);
+        self.get_json(&what, url).await
+    }
+
+    /// Code search restricted to one repository.
+    pub async fn search_code(
+        &self,
+        repo: &(String, String),
+        query: &str,
+        limit: u32,
+    ) -> Result<Value, ApiError> {
+        let mut url = Url::parse(&self.cfg.api_url).expect("validated");
+        url.path_segments_mut()
+            .expect("http URL")
+            .pop_if_empty()
+            .extend(["search", "code"]);
+        url.query_pairs_mut()
+            .append_pair("q", &format!("{query} repo:{}/{}", repo.0, repo.1))
+            .append_pair("per_page", &limit.to_string());
+        let what = format!("code search in {}/{}", repo.0, repo.1);
+        self.get_json(&what, url).await
+    }
+
+    /// Blame ranges of `path` at `reference` (GraphQL; REST has no blame).
+    pub async fn blame(
+        &self,
+        repo: &(String, String),
+        path: &str,
+        reference: &str,
+    ) -> Result<Vec<Value>, ApiError> {
+        check_path(path).map_err(|message| ApiError::Permanent {
+            status: None,
+            message,
+        })?;
+        const QUERY: &str =
+            "query($owner: String!, $name: String!, $ref: String!, $path: String!) {
+  repository(owner: $owner, name: $name) {
+    object(expression: $ref) {
+      ... on Commit {
+        blame(path: $path) {
+          ranges { startingLine endingLine age
+            commit { oid abbreviatedOid messageHeadline committedDate author { name email } } }
+        }
+      }
+    }
+  }
+}";
+        let body = json!({"query": QUERY, "variables": {
+            "owner": repo.0, "name": repo.1, "ref": reference, "path": path}});
+        let url = self.cfg.graphql_url();
+        let what = format!("blame of {path} at {reference} in {}/{}", repo.0, repo.1);
+        let (reply, _) = http::retrying(super::policy(&self.gate), &what, || async {
+            let resp = self
+                .send_once(&what, || self.http.post(&url).json(&body))
+                .await?;
+            resp.json::<Value>()
+                .await
+                .map_err(|e| ApiError::transient(format!("reading GitHub's reply for {what}: {e}")))
+        })
+        .await;
+        let reply = reply?;
+        // GraphQL reports most failures as 200 with `errors`.
+        if let Some(errors) = reply["errors"].as_array().filter(|e| !e.is_empty()) {
+            let first = &errors[0];
+            let message = format!(
+                "GitHub GraphQL error for {what}: {}",
+                first["message"].as_str().unwrap_or("unknown error")
+            );
+            return Err(match first["type"].as_str() {
+                Some("NOT_FOUND") => ApiError::NotFound {
+                    status: 404,
+                    message,
+                },
+                Some("RATE_LIMITED") => ApiError::transient(message),
+                _ => ApiError::Permanent {
+                    status: None,
+                    message,
+                },
+            });
+        }
+        let repository = &reply["data"]["repository"];
+        if repository.is_null() {
+            return Err(ApiError::NotFound {
+                status: 404,
+                message: format!(
+                    "repository {}/{} not found (or the token cannot see it)",
+                    repo.0, repo.1
+                ),
+            });
+        }
+        let Some(ranges) = repository["object"]["blame"]["ranges"].as_array() else {
+            return Err(ApiError::NotFound {
+                status: 404,
+                message: format!("{what}: the ref is not a commit of the repository"),
+            });
+        };
+        Ok(ranges.clone())
+    }
+
+    /// Opens an Actions job's plain-text log. GitHub answers 302 to a
+    /// short-lived storage URL, which reqwest follows (dropping our token,
+    /// since the host differs); the body is left to stream.
+    pub async fn job_log(
+        &self,
+        repo: &(String, String),
+        job_id: u64,
+    ) -> Result<Response, ApiError> {
+        let url = self.repo_url(repo, &["actions", "jobs", &job_id.to_string(), "logs"]);
+        let what = format!("log of job {job_id} in {}/{}", repo.0, repo.1);
+        self.send(&what, || self.http.get(url.clone())).await
+    }
+
+    /// The latest attempt's jobs of a workflow run.
+    pub async fn run_jobs(
+        &self,
+        repo: &(String, String),
+        run_id: u64,
+    ) -> Result<Vec<Job>, ApiError> {
+        let mut url = self.repo_url(repo, &["actions", "runs", &run_id.to_string(), "jobs"]);
+        url.query_pairs_mut()
+            .append_pair("filter", "latest")
+            .append_pair("per_page", "100");
+        let what = format!("jobs of run {run_id} in {}/{}", repo.0, repo.1);
+        let body = self.get_json(&what, url).await?;
+        serde_json::from_value(body["jobs"].clone()).map_err(|e| ApiError::Permanent {
+            status: None,
+            message: format!("GitHub's job list for {what} is unreadable: {e}"),
+        })
+    }
+}
+
+/// GitHub's error JSON (`{"message": …, "documentation_url": …}`) → its
+/// message; any other body → its start.
+fn github_message(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| http::snippet(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_are_read_from_names_and_clone_urls() {
+        let want = Some(("octo-org".to_string(), "ledger-api".to_string()));
+        assert_eq!(parse_repo("octo-org/ledger-api"), want);
+        assert_eq!(
+            parse_repo("https://github.com/octo-org/ledger-api.git"),
+            want
+        );
+        assert_eq!(parse_repo("git@github.com:octo-org/ledger-api.git"), want);
+        assert_eq!(
+            parse_repo("https://ghe.example.com/octo-org/ledger-api/"),
+            want
+        );
+        assert_eq!(parse_repo("ledger-api"), None);
+        assert_eq!(parse_repo("octo org/x"), None);
+        assert_eq!(parse_repo("../x"), None);
+    }
+
+    #[test]
+    fn paths_cannot_leave_the_repository() {
+        assert_eq!(check_path("src/main.rs").unwrap(), vec!["src", "main.rs"]);
+        assert!(check_path("../etc/passwd").is_err());
+        assert!(check_path("src//x").is_err());
+        assert!(check_path("/").is_err());
+    }
+
+    #[test]
+    fn graphql_lives_next_to_the_rest_root() {
+        let cfg = |url: &str| GithubConfig {
+            api_url: url.into(),
+            token: Secret::new("t"),
+            timeout: Duration::from_secs(1),
+            max_wait: Duration::from_secs(1),
+        };
+        assert_eq!(
+            cfg("https://api.github.com").graphql_url(),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            cfg("https://ghe.example.com/api/v3").graphql_url(),
+            "https://ghe.example.com/api/graphql"
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! Jenkins: a build's console text (`…/job/<name>/<n>/consoleText`), with
+//! basic auth (`JENKINS_USER` + `JENKINS_API_TOKEN`). Console logs can be
+//! gigabytes, so bodies are always streamed: the tool keeps only a capped
+//! head or tail, the log fetch writes chunks as they arrive.
+
+use std::{collections::VecDeque, time::Duration};
+
+use faultline_shared::config::{ConfigError, Secret};
+use reqwest::{Response, Url};
+use sqlx::PgPool;
+
+use super::{ApiError, Gate, now_epoch, parse_num, read_at_most, send_error, status_error};
+use crate::http;
+
+const SERVICE: &str = "Jenkins";
+
+/// `JENKINS_*` settings; Jenkins is used only when `JENKINS_URL` is set.
+#[derive(Debug, Clone)]
+pub struct JenkinsConfig {
+    /// Root of the Jenkins the worker talks to, e.g. `https://ci.example.com/`.
+    pub url: Url,
+    pub user: Option<String>,
+    pub token: Option<Secret>,
+    /// Most console bytes one `jenkins_console` call keeps.
+    pub console_max_bytes: usize,
+    /// Per-read timeout of one request.
+    pub timeout: Duration,
+}
+
+impl JenkinsConfig {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let Some(raw) = get("JENKINS_URL") else {
+            return Ok(None);
+        };
+        let mut url = Url::parse(raw.trim()).map_err(|e| ConfigError {
+            name: "JENKINS_URL",
+            value: raw.clone(),
+            reason: e.to_string(),
+        })?;
+        if !url.path().ends_with('/') {
+            url.set_path(&format!("{}/", url.path()));
+        }
+        Ok(Some(Self {
+            url,
+            user: get("JENKINS_USER"),
+            token: get("JENKINS_API_TOKEN").map(Secret::new),
+            console_max_bytes: parse_num(&get, "JENKINS_CONSOLE_MAX_BYTES", 256 * 1024)?.max(1024)
+                as usize,
+            timeout: Duration::from_millis(parse_num(&get, "JENKINS_TIMEOUT_MS", 20_000)?),
+        }))
+    }
+}
+
+/// Which end of a console log to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Head,
+    Tail,
+}
+
+/// A console log cut to a byte cap, on line boundaries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capped {
+    pub text: String,
+    /// Line number of the first kept line (1-based).
+    pub first_line: u64,
+    /// Bytes read; for a head cut, what the server announced if it did.
+    pub total_bytes: Option<u64>,
+    pub truncated: bool,
+}
+
+pub struct JenkinsClient {
+    cfg: JenkinsConfig,
+    http: reqwest::Client,
+    gate: Gate,
+}
+
+impl JenkinsClient {
+    pub fn new(cfg: JenkinsConfig, pool: PgPool) -> Self {
+        Self {
+            http: super::client(cfg.timeout),
+            gate: Gate {
+                pool,
+                api: "jenkins",
+                max_wait: Duration::from_secs(60),
+            },
+            cfg,
+        }
+    }
+
+    pub fn console_max_bytes(&self) -> usize {
+        self.cfg.console_max_bytes
+    }
+
+    /// `…/job/a/job/b/<build>/consoleText` for job `a/b` (folders).
+    pub fn console_url(&self, job: &str, build: u64) -> Result<Url, String> {
+        let segments: Vec<&str> = job.trim_matches('/').split('/').collect();
+        if segments
+            .iter()
+            .any(|s| s.is_empty() || *s == "." || *s == "..")
+        {
+            return Err(format!("job {job:?} is not a Jenkins job name"));
+        }
+        let mut url = self.cfg.url.clone();
+        {
+            let mut path = url.path_segments_mut().expect("http URL");
+            path.pop_if_empty();
+            for s in segments {
+                path.extend(["job", s]);
+            }
+            path.extend([build.to_string().as_str(), "consoleText"]);
+        }
+        Ok(url)
+    }
+
+    /// The console URL a notification named, moved under `JENKINS_URL`: the
+    /// credentials only ever go to the configured Jenkins, whatever host the
+    /// payload says (Jenkins' public root URL often differs from the one the
+    /// worker reaches).
+    pub fn resolve(&self, console_url: &str) -> Result<Url, String> {
+        if console_url.starts_with(self.cfg.url.as_str()) {
+            return Url::parse(console_url)
+                .map_err(|e| format!("console URL {console_url:?}: {e}"));
+        }
+        let url =
+            Url::parse(console_url).map_err(|e| format!("console URL {console_url:?}: {e}"))?;
+        let path = url.path();
+        let Some(at) = path.find("/job/") else {
+            return Err(format!(
+                "console URL {console_url:?} is not a job URL under JENKINS_URL"
+            ));
+        };
+        self.cfg
+            .url
+            .join(&path[at + 1..])
+            .map_err(|e| format!("console URL {console_url:?}: {e}"))
+    }
+
+    /// Opens a console log; the body is left to stream.
+    pub async fn open(&self, url: &Url) -> Result<Response, ApiError> {
+        let what = url.as_str();
+        let (result, _) = http::retrying(super::policy(&self.gate), what, || async {
+            self.gate.pass().await?;
+            let mut req = self.http.get(url.clone());
+            if let Some(user) = &self.cfg.user {
+                req = req.basic_auth(user, self.cfg.token.as_ref().map(|t| t.expose()));
+            }
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| send_error(SERVICE, what, &e))?;
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(resp);
+            }
+            let retry_after = http::retry_after(resp.headers());
+            if let (429 | 503, Some(after)) = (status.as_u16(), retry_after) {
+                self.gate
+                    .block(now_epoch() + after.as_secs_f64(), "retry-after")
+                    .await;
+            }
+            let detail = http::snippet(&read_at_most(resp, 2048).await);
+            Err(status_error(SERVICE, what, status, retry_after, &detail))
+        })
+        .await;
+        result
+    }
+
+    /// Streams a console log, keeping at most `cap` bytes of one end.
+    pub async fn console(&self, url: &Url, keep: Keep, cap: usize) -> Result<Capped, ApiError> {
+        let resp = self.open(url).await?;
+        let announced = resp.content_length();
+        cap_stream(resp, keep, cap, announced)
+            .await
+            .map_err(|e| ApiError::transient(format!("reading Jenkins console {url}: {e}")))
+    }
+}
+
+/// Reads a body keeping one end within `cap` bytes, cut on line
+/// boundaries. Memory stays at `cap` plus one network chunk.
+async fn cap_stream(
+    mut resp: Response,
+    keep: Keep,
+    cap: usize,
+    announced: Option<u64>,
+) -> Result<Capped, reqwest::Error> {
+    let mut kept: VecDeque<u8> = VecDeque::with_capacity(cap.min(1 << 20));
+    let (mut total, mut dropped_lines, mut truncated) = (0u64, 0u64, false);
+    while let Some(chunk) = resp.chunk().await? {
+        total += chunk.len() as u64;
+        match keep {
+            Keep::Head => {
+                let take = (cap - kept.len()).min(chunk.len());
+                kept.extend(&chunk[..take]);
+                if take < chunk.len() {
+                    truncated = true;
+                    break;
+                }
+            }
+            Keep::Tail => {
+                kept.extend(&chunk[..]);
+                if kept.len() > cap {
+                    truncated = true;
+                    let excess = kept.len() - cap;
+                    dropped_lines += kept.drain(..excess).filter(|b| *b == b'\n').count() as u64;
+                }
+            }
+        }
+    }
+    let mut bytes: Vec<u8> = kept.into();
+    let mut first_line = 1;
+    if truncated {
+        match keep {
+            // Drop the partial last line.
+            Keep::Head => {
+                if let Some(end) = bytes.iter().rposition(|b| *b == b'\n') {
+                    bytes.truncate(end + 1);
+                }
+            }
+            // Drop the partial first line.
+            Keep::Tail => {
+                if let Some(start) = bytes.iter().position(|b| *b == b'\n') {
+                    bytes.drain(..=start);
+                    dropped_lines += 1;
+                }
+                first_line += dropped_lines;
+            }
+        }
+    }
+    Ok(Capped {
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        first_line,
+        total_bytes: match keep {
+            Keep::Tail => Some(total),
+            Keep::Head if truncated => announced,
+            Keep::Head => Some(total),
+        },
+        truncated,
+    })
+}
