@@ -1,7 +1,7 @@
 //! Typed settings, read once at start from `FAULTLINE_*` environment
 //! variables (documented in the README's configuration table).
 
-use std::{fmt, time::Duration};
+use std::{collections::BTreeMap, fmt, time::Duration};
 
 /// A value that must never be printed (database URLs carry passwords).
 #[derive(Clone)]
@@ -61,6 +61,13 @@ pub struct Settings {
     pub bulk_concurrency: Option<usize>,
     /// Timeout of one tool call.
     pub tool_timeout: Duration,
+    /// `TOOL_RATE_LIMITS`: calls per window allowed to a tool across all
+    /// workers (`github_search=10/1m,...`; `none` for no limits). Default:
+    /// GitHub's own code-search limit, so workers wait instead of being refused.
+    pub tool_rate_limits: BTreeMap<String, RateLimit>,
+    /// `TOOL_RATE_LIMIT_MAX_WAIT_MS`: the longest a call waits for its
+    /// tool's limit in-process; past it the step is retried later (durably).
+    pub tool_rate_limit_max_wait: Duration,
     /// How long SIGTERM waits for in-flight steps before releasing them.
     pub shutdown_grace: Duration,
     /// Confidence routing thresholds (DESIGN.md).
@@ -122,6 +129,39 @@ impl std::str::FromStr for QueueBackend {
     }
 }
 
+/// At most `calls` within any `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    pub calls: i64,
+    pub window: Duration,
+}
+
+pub const DEFAULT_TOOL_RATE_LIMITS: &str = "github_search=10/1m";
+
+/// Parses `name=CALLS[/WINDOW]` pairs separated by commas (the window is a
+/// [`parse_duration`], one minute when left out); `none` means no limits.
+pub fn parse_rate_limits(text: &str) -> Result<BTreeMap<String, RateLimit>, String> {
+    let mut limits = BTreeMap::new();
+    if text.trim().eq_ignore_ascii_case("none") {
+        return Ok(limits);
+    }
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, rate) = pair.split_once('=').ok_or_else(|| {
+            format!("{pair:?} is not NAME=CALLS/WINDOW (like github_search=10/1m)")
+        })?;
+        let (calls, window) = rate.split_once('/').unwrap_or((rate, "1m"));
+        let calls: i64 = calls
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| format!("{pair:?}: calls must be a whole number >= 1"))?;
+        let window = parse_duration(window).map_err(|e| format!("{pair:?}: {e}"))?;
+        limits.insert(name.trim().to_string(), RateLimit { calls, window });
+    }
+    Ok(limits)
+}
+
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// Fault injection for crash and retry tests; every knob is off unless set.
@@ -181,6 +221,17 @@ impl Settings {
             worker_concurrency: env.parse("FAULTLINE_WORKER_CONCURRENCY", 8)?,
             bulk_concurrency: Some(env.parse("FAULTLINE_BULK_CONCURRENCY", 0)?).filter(|&n| n > 0),
             tool_timeout: env.millis("FAULTLINE_TOOL_TIMEOUT_MS", 30_000)?,
+            tool_rate_limits: parse_rate_limits(
+                &lookup("TOOL_RATE_LIMITS")
+                    .filter(|v| !v.trim().is_empty())
+                    .unwrap_or_else(|| DEFAULT_TOOL_RATE_LIMITS.to_string()),
+            )
+            .map_err(|reason| ConfigError {
+                name: "TOOL_RATE_LIMITS",
+                value: lookup("TOOL_RATE_LIMITS").unwrap_or_default(),
+                reason,
+            })?,
+            tool_rate_limit_max_wait: env.millis("TOOL_RATE_LIMIT_MAX_WAIT_MS", 60_000)?,
             shutdown_grace: env.millis("FAULTLINE_SHUTDOWN_GRACE_MS", 20_000)?,
             thresholds,
             review_claim_ttl: env.duration("REVIEW_CLAIM_TTL", Duration::from_secs(30 * 60))?,
@@ -380,6 +431,41 @@ mod tests {
             settings(&[]).unwrap().review_claim_ttl,
             Duration::from_secs(1800)
         );
+    }
+
+    #[test]
+    fn tool_rate_limits_parse_and_name_bad_ones() {
+        let limits = settings(&[]).unwrap().tool_rate_limits;
+        assert_eq!(
+            limits["github_search"],
+            RateLimit {
+                calls: 10,
+                window: Duration::from_secs(60)
+            }
+        );
+        let s =
+            settings(&[("TOOL_RATE_LIMITS", "github_file=100/30s, jenkins_console=5")]).unwrap();
+        assert_eq!(s.tool_rate_limits.len(), 2);
+        assert_eq!(
+            s.tool_rate_limits["github_file"].window,
+            Duration::from_secs(30)
+        );
+        assert_eq!(s.tool_rate_limits["jenkins_console"].calls, 5);
+        assert!(
+            settings(&[("TOOL_RATE_LIMITS", "none")])
+                .unwrap()
+                .tool_rate_limits
+                .is_empty()
+        );
+        for bad in [
+            "github_file",
+            "github_file=0/1m",
+            "github_file=ten",
+            "github_file=3/soon",
+        ] {
+            let err = settings(&[("TOOL_RATE_LIMITS", bad)]).unwrap_err();
+            assert_eq!(err.name, "TOOL_RATE_LIMITS", "{bad}");
+        }
     }
 
     #[test]

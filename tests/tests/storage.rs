@@ -200,16 +200,29 @@ async fn finished_step_tasks_are_pruned_but_pending_ones_never() {
 async fn the_request_window_admits_only_the_configured_rate() {
     use faultline_shared::storage::ratelimit;
     let db = TestDb::new().await;
+    let minute = Duration::from_secs(60);
     for _ in 0..3 {
-        assert_eq!(ratelimit::take_request(&db.pool, 3).await.unwrap(), None);
+        assert_eq!(
+            ratelimit::take_request(&db.pool, "llm", 3, minute)
+                .await
+                .unwrap(),
+            None
+        );
     }
-    let wait = ratelimit::take_request(&db.pool, 3)
+    let wait = ratelimit::take_request(&db.pool, "llm", 3, minute)
         .await
         .unwrap()
         .expect("the fourth request must wait");
     assert!(
         wait > Duration::from_secs(55) && wait <= Duration::from_secs(60),
         "{wait:?}"
+    );
+    // Keys are separate windows: a tool's limit does not spend the LLM's.
+    assert_eq!(
+        ratelimit::take_request(&db.pool, "tool:github_search", 1, minute)
+            .await
+            .unwrap(),
+        None
     );
     // Slots: two holders of two slots; a third waits until one is released or expires.
     let a = ratelimit::acquire_slot(&db.pool, 2, "a", Duration::from_secs(30))

@@ -7,6 +7,7 @@ use std::{
     time::{Duration, UNIX_EPOCH},
 };
 
+use faultline_shared::Settings;
 use faultline_tests::{TestDb, fakes::*, oom_log};
 use faultline_worker::{
     sources::SourcesConfig,
@@ -27,9 +28,15 @@ async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let sources = SourcesConfig::from_lookup(|k| map.get(k).cloned()).unwrap();
+    let settings = Settings::from_lookup(|k| map.get(k).cloned()).unwrap();
     let fetcher = sources.build(&db.pool);
     let belt = ToolBelt::standard(Duration::from_secs(30), None)
-        .with_sources(fetcher.github.clone(), fetcher.jenkins.clone());
+        .with_sources(fetcher.github.clone(), fetcher.jenkins.clone())
+        .with_rate_limits(
+            &settings.tool_rate_limits,
+            settings.tool_rate_limit_max_wait,
+        )
+        .unwrap();
     let run_id = db.enqueue(&db.write("b.log", oom_log()), &[]);
     let event_id: Uuid = sqlx::query_scalar(
         "UPDATE failure_events SET repository = $2, commit_sha = $3
@@ -370,6 +377,77 @@ async fn a_rate_limited_github_call_is_retried_after_the_reset_and_blocks_every_
     assert_eq!(found["total_count"], 0);
     assert_eq!(secondary.count(), 2);
     assert!(secondary.at(1).duration_since(secondary.at(0)).unwrap() >= Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_rate_limit_is_shared_by_every_worker() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let commits = Scripted::new(vec![github_json(json!([]))]);
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/commits")))
+        .respond_with(commits.clone())
+        .mount(&gh)
+        .await;
+    let call = json!({"path": FILE});
+
+    // Two workers' tool belts, one limit of 2 calls per minute between them;
+    // a call that would wait longer than the allowed 0 ms is deferred to a
+    // durable step retry, and GitHub never sees it.
+    let mut env = github_env(&gh);
+    env.push(("TOOL_RATE_LIMITS", "github_commits=2/1m".into()));
+    env.push(("TOOL_RATE_LIMIT_MAX_WAIT_MS", "0".into()));
+    let (worker_a, ctx) = tool_belt(&db, &refs(&env)).await;
+    let (worker_b, _) = tool_belt(&db, &refs(&env)).await;
+    worker_a.call(&ctx, "github_commits", &call).await.unwrap();
+    worker_b.call(&ctx, "github_commits", &call).await.unwrap();
+    let err = worker_a
+        .call(&ctx, "github_commits", &call)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Transient(m) if m.contains("rate limited to 2 call(s)")),
+        "{err:?}"
+    );
+    assert_eq!(commits.count(), 2);
+    // Other tools are not limited by it.
+    worker_b
+        .call(
+            &ctx,
+            "search_knowledge",
+            &json!({"query": "OutOfMemoryError"}),
+        )
+        .await
+        .unwrap();
+
+    // With room to wait, the call waits until the window frees a slot.
+    let mut env = github_env(&gh);
+    env.push(("TOOL_RATE_LIMITS", "github_commits=1/1s".into()));
+    let (patient, ctx) = tool_belt(&db, &refs(&env)).await;
+    sqlx::query("DELETE FROM rate_limit_requests")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    patient.call(&ctx, "github_commits", &call).await.unwrap();
+    patient.call(&ctx, "github_commits", &call).await.unwrap();
+    assert_eq!(commits.count(), 4);
+    assert!(
+        commits.at(3).duration_since(commits.at(2)).unwrap() >= Duration::from_millis(900),
+        "the second call did not wait for the window"
+    );
+
+    // A name that is no tool is refused at start.
+    let settings =
+        Settings::from_lookup(|k| (k == "TOOL_RATE_LIMITS").then(|| "github_comits=1".into()))
+            .unwrap();
+    let err = ToolBelt::standard(Duration::from_secs(1), None)
+        .with_rate_limits(&settings.tool_rate_limits, Duration::ZERO)
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("\"github_comits\", which is not a tool"),
+        "{err}"
+    );
 }
 
 /// `n` console lines numbered from 1, in network chunks of `per_chunk` lines.

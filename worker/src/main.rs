@@ -67,7 +67,13 @@ async fn main() -> anyhow::Result<()> {
     );
     let log_fetch = sources.build(&pool);
     let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay)
-        .with_sources(log_fetch.github.clone(), log_fetch.jenkins.clone());
+        .with_sources(log_fetch.github.clone(), log_fetch.jenkins.clone())
+        .with_rate_limits(
+            &settings.tool_rate_limits,
+            settings.tool_rate_limit_max_wait,
+        )
+        .map_err(|e| anyhow::anyhow!(e))
+        .context("invalid configuration")?;
     if let health::HttpAddr(Some(addr)) = args.http_addr {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
             format!("failed to bind WORKER_HTTP_ADDR={addr} (another worker on this host? use another port, 127.0.0.1:0, or off)")

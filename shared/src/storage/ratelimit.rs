@@ -1,4 +1,6 @@
-//! `llm_slots` and `llm_requests`: the LLM rate limit shared by all workers;
+//! `llm_slots`: the LLM's concurrent calls shared by all workers;
+//! `rate_limit_requests`: sliding windows of requests (the LLM's per minute,
+//! each tool's `TOOL_RATE_LIMITS`);
 //! `api_rate_limits`: outbound APIs (GitHub, Jenkins) blocked by their own limit.
 
 use std::time::Duration;
@@ -45,29 +47,47 @@ pub async fn release_slot(pool: &PgPool, slot: i32, holder: &str) -> sqlx::Resul
     Ok(())
 }
 
-/// Records one request if fewer than `per_minute` were made in the last
-/// minute (by anyone); otherwise returns how long to wait before asking again.
-pub async fn take_request(pool: &PgPool, per_minute: i64) -> sqlx::Result<Option<Duration>> {
+/// Records one request under `key` (`llm`, `tool:<name>`) if fewer than
+/// `limit` were recorded under it in the last `window` (by any worker);
+/// otherwise returns how long until the oldest of them leaves the window.
+pub async fn take_request(
+    pool: &PgPool,
+    key: &str,
+    limit: i64,
+    window: Duration,
+) -> sqlx::Result<Option<Duration>> {
+    let window_secs = window.as_secs_f64();
     let mut tx = pool.begin().await?;
-    // Serialise the check-and-insert across processes.
-    sqlx::query("SELECT pg_advisory_xact_lock(7171002)")
+    // Serialise the check-and-insert of this key across processes.
+    sqlx::query("SELECT pg_advisory_xact_lock(7171002, hashtext($1))")
+        .bind(key)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("DELETE FROM llm_requests WHERE at < now() - interval '2 minutes'")
-        .execute(&mut *tx)
-        .await?;
-    let (count, wait): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), extract(epoch FROM min(at) + interval '1 minute' - now())::float8
-         FROM (SELECT at FROM llm_requests WHERE at > now() - interval '1 minute' ORDER BY at DESC LIMIT $1) recent",
+    sqlx::query(
+        "DELETE FROM rate_limit_requests
+         WHERE key = $1 AND at < now() - make_interval(secs => 2 * $2)",
     )
-    .bind(per_minute)
+    .bind(key)
+    .bind(window_secs)
+    .execute(&mut *tx)
+    .await?;
+    let (count, wait): (i64, Option<f64>) = sqlx::query_as(
+        "SELECT count(*), extract(epoch FROM min(at) + make_interval(secs => $3) - now())::float8
+         FROM (SELECT at FROM rate_limit_requests
+               WHERE key = $1 AND at > now() - make_interval(secs => $3)
+               ORDER BY at DESC LIMIT $2) recent",
+    )
+    .bind(key)
+    .bind(limit)
+    .bind(window_secs)
     .fetch_one(&mut *tx)
     .await?;
-    if count >= per_minute {
+    if count >= limit {
         tx.rollback().await?;
         return Ok(Some(Duration::from_secs_f64(wait.unwrap_or(1.0).max(0.05))));
     }
-    sqlx::query("INSERT INTO llm_requests DEFAULT VALUES")
+    sqlx::query("INSERT INTO rate_limit_requests (key) VALUES ($1)")
+        .bind(key)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;

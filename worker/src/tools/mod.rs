@@ -10,8 +10,13 @@ mod jenkins;
 mod knowledge;
 mod similar;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
+use faultline_shared::{config::RateLimit, storage::ratelimit};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -30,6 +35,18 @@ pub const GITHUB_BLAME: &str = "github_blame";
 pub const GITHUB_COMMITS: &str = "github_commits";
 pub const GITHUB_SEARCH: &str = "github_search";
 pub const JENKINS_CONSOLE: &str = "jenkins_console";
+/// Every tool this build can offer (configured or not).
+pub const ALL_TOOLS: [&str; 9] = [
+    LOG_EXCERPT,
+    SEARCH_KNOWLEDGE,
+    SIMILAR_FAILURES,
+    FAILURE_HISTORY,
+    GITHUB_FILE,
+    GITHUB_BLAME,
+    GITHUB_COMMITS,
+    GITHUB_SEARCH,
+    JENKINS_CONSOLE,
+];
 
 /// What a tool may read.
 #[derive(Clone)]
@@ -83,6 +100,10 @@ pub struct ToolBelt {
     tools: Vec<Arc<dyn Tool>>,
     timeout: Duration,
     chaos_delay: Option<Duration>,
+    /// Calls per window per tool, shared by all workers through Postgres.
+    rate_limits: BTreeMap<String, RateLimit>,
+    /// Longest in-process wait for a rate limit before the step retries later.
+    rate_limit_max_wait: Duration,
 }
 
 impl ToolBelt {
@@ -97,7 +118,27 @@ impl ToolBelt {
             ],
             timeout,
             chaos_delay,
+            rate_limits: BTreeMap::new(),
+            rate_limit_max_wait: Duration::ZERO,
         }
+    }
+
+    /// Limits the tools named in `limits` (`TOOL_RATE_LIMITS`) for every
+    /// worker together; a name that is no tool of this build is refused.
+    pub fn with_rate_limits(
+        mut self,
+        limits: &BTreeMap<String, RateLimit>,
+        max_wait: Duration,
+    ) -> Result<Self, String> {
+        if let Some(unknown) = limits.keys().find(|k| !ALL_TOOLS.contains(&k.as_str())) {
+            return Err(format!(
+                "TOOL_RATE_LIMITS names {unknown:?}, which is not a tool; tools: {}",
+                ALL_TOOLS.join(", ")
+            ));
+        }
+        self.rate_limits = limits.clone();
+        self.rate_limit_max_wait = max_wait;
+        Ok(self)
     }
 
     /// Adds the GitHub and Jenkins tools of the clients that are configured
@@ -168,6 +209,7 @@ impl ToolBelt {
             })?;
         validate(&tool.schema(), input)
             .map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
+        self.wait_for_rate_limit(ctx, name).await?;
         let work = async {
             if let Some(delay) = self.chaos_delay {
                 tokio::time::sleep(delay).await;
@@ -180,6 +222,34 @@ impl ToolBelt {
                 "{name} timed out after {} ms",
                 self.timeout.as_millis()
             ))),
+        }
+    }
+
+    /// Takes a call from `name`'s shared window, waiting for one to free up
+    /// for at most `rate_limit_max_wait` (outside the call's own timeout);
+    /// a longer wait is a transient error, so the step retries later.
+    async fn wait_for_rate_limit(&self, ctx: &ToolContext, name: &str) -> Result<(), ToolError> {
+        let Some(limit) = self.rate_limits.get(name) else {
+            return Ok(());
+        };
+        let key = format!("tool:{name}");
+        let started = Instant::now();
+        loop {
+            match ratelimit::take_request(&ctx.pool, &key, limit.calls, limit.window).await? {
+                None => return Ok(()),
+                Some(wait) if started.elapsed() + wait <= self.rate_limit_max_wait => {
+                    tokio::time::sleep(wait).await;
+                }
+                Some(wait) => {
+                    return Err(ToolError::Transient(format!(
+                        "{name} is rate limited to {} call(s) per {:?} across all workers \
+                         (TOOL_RATE_LIMITS); the next call is allowed in {:.1} s",
+                        limit.calls,
+                        limit.window,
+                        wait.as_secs_f64()
+                    )));
+                }
+            }
         }
     }
 

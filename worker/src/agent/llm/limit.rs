@@ -57,7 +57,15 @@ impl SharedLimit {
                         });
                     }
                     Some(rpm) => {
-                        match ratelimit::take_request(&self.pool, rpm).await.map_err(db)? {
+                        match ratelimit::take_request(
+                            &self.pool,
+                            "llm",
+                            rpm,
+                            Duration::from_secs(60),
+                        )
+                        .await
+                        .map_err(db)?
+                        {
                             None => {
                                 return Ok(Permit {
                                     slot: s.map(|n| (n, holder)),
