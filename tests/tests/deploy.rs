@@ -2,7 +2,8 @@
 //! every YAML document parses, Kubernetes objects are well-formed, every
 //! Secret a manifest reads is in the secret template, the worker's grace
 //! period outlasts its drain, files the compose stack mounts exist, and every
-//! metric an alert uses is one the binaries export. Runs in `make lint`
+//! metric an alert uses is one the binaries export, and the operations
+//! guide runs only commands the README and the Makefile have. Runs in `make lint`
 //! (`cargo test -p faultline-tests --test deploy`): no cluster, no Docker.
 
 use std::{
@@ -224,6 +225,85 @@ fn alerts_use_only_metrics_the_binaries_export() {
         assert!(
             source.contains(&format!("\"{base}\"")),
             "alerts.yaml uses {metric}, which shared/src/metrics.rs does not record"
+        );
+    }
+}
+
+/// The words of every command line in fenced code blocks and `inline code`
+/// of a Markdown file that start with one of `programs`.
+fn commands_in(markdown: &str, programs: &[&str]) -> BTreeSet<Vec<String>> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut in_block = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+        } else if in_block {
+            pieces.push(line.split('#').next().unwrap_or("").to_string());
+        } else {
+            pieces.extend(line.split('`').skip(1).step_by(2).map(str::to_string));
+        }
+    }
+    pieces
+        .iter()
+        .map(|p| p.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|words| {
+            words
+                .first()
+                .is_some_and(|w| programs.contains(&w.as_str()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_operations_guide_uses_the_commands_of_the_readme_and_the_makefile() {
+    let guide = fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let makefile = fs::read_to_string(root().join("Makefile")).unwrap();
+    let targets: BTreeSet<&str> = makefile
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(t, _)| t))
+        .filter(|t| {
+            !t.is_empty() && !t.starts_with(['.', '\t', ' ', '#']) && !t.contains(['=', '$'])
+        })
+        .collect();
+    // A subcommand is its first word after the program, plus the second for
+    // the ones with subcommands of their own; flags and arguments may vary.
+    let nested = ["review", "token", "kb", "reprocess"];
+    let key = |words: &Vec<String>| -> Vec<String> {
+        let depth = if words.get(1).is_some_and(|w| nested.contains(&w.as_str())) {
+            3
+        } else {
+            2
+        };
+        words
+            .iter()
+            .take(depth)
+            .filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+            .cloned()
+            .collect()
+    };
+    let documented: BTreeSet<Vec<String>> = commands_in(&readme, &["faultline", "make"])
+        .iter()
+        .map(key)
+        .collect();
+    let used = commands_in(&guide, &["faultline", "make"]);
+    assert!(
+        used.len() >= 8,
+        "the guide's commands were not found: {used:?}"
+    );
+    for words in &used {
+        let k = key(words);
+        if k[0] == "make" {
+            let target = k.get(1).expect("make without a target");
+            assert!(
+                targets.contains(target.as_str()),
+                "the guide runs `make {target}`, which the Makefile lacks"
+            );
+        }
+        assert!(
+            documented.contains(&k),
+            "the guide runs `{}`, which the README does not show",
+            k.join(" ")
         );
     }
 }
