@@ -106,6 +106,14 @@ impl AfterCommit {
         }
     }
 
+    /// Collects a step task for a broker outside Postgres (a no-op with
+    /// Postgres, where the caller's transaction inserted it).
+    pub fn push(&mut self, pending: Pending) {
+        if matches!(broker(), Broker::Redis(_)) {
+            self.steps.push(pending);
+        }
+    }
+
     /// Pushes the collected step tasks. A failure is logged, not returned:
     /// the checkpoint is committed, and the reconciler re-enqueues the run.
     pub async fn flush(self) {
@@ -127,12 +135,27 @@ impl AfterCommit {
     }
 }
 
+/// How often apalis itself hands out one step task (a handler error, i.e.
+/// the database was unreachable even for the failure record). Retries of a
+/// failed step are Faultline's, scheduled in `analysis_runs`.
+pub const STEP_TASK_MAX_ATTEMPTS: i32 = 3;
+
+/// The `apalis.jobs` row of a step task, for the checkpoint statement that
+/// inserts it itself ([`crate::storage::runs::commit_step`]): the task id
+/// (a ULID, as apalis-postgres writes and parses it) and the task's bytes
+/// (JSON, apalis's codec). Every other column takes its default, as in
+/// apalis's own insert, except `priority` and `max_attempts`.
+pub fn step_job(step: &StepTask) -> (String, Vec<u8>) {
+    let args = serde_json::to_vec(step).expect("a StepTask always serialises");
+    (ulid::Ulid::generate().to_string(), args)
+}
+
 /// Builds the apalis task for `step`, to run no earlier than `run_at`.
 pub fn step_task(step: &StepTask, priority: i32, run_at: Option<DateTime<Utc>>) -> PgTask {
     let args = serde_json::to_vec(step).expect("a StepTask always serialises");
     let mut builder = TaskBuilder::new(args)
         .priority(priority.max(0) as usize)
-        .max_attempts(3);
+        .max_attempts(STEP_TASK_MAX_ATTEMPTS as usize);
     if let Some(at) = run_at {
         // apalis stores run_at in whole seconds: round up so a retry never
         // starts before the backoff recorded in analysis_runs has elapsed.

@@ -479,7 +479,9 @@ async fn the_shared_rate_limit_holds_across_two_worker_processes() {
         FakeLlm::start(Wire::OpenAi, move |i, b| good(i, b).set_delay(delay)).await;
     let mut env = fake.env(&server);
     env.push(("LLM_MAX_CONCURRENT".into(), "1".into()));
-    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "4".into()));
+    // Two slots each: a worker fetches at most two of the four runs, so both
+    // processes have runs in flight and compete for the one LLM slot.
+    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "2".into()));
     let runs: Vec<Uuid> = (0..4)
         .map(|i| {
             db.enqueue(

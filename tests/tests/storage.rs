@@ -54,10 +54,17 @@ async fn a_superseded_lease_can_write_nothing() {
         iteration: 1,
         attempt: 0,
     };
-    let (stale, _) = runs::claim(&db.pool, &first, "stale", ttl)
+    let claimed = runs::claim(&db.pool, &first, "stale", ttl)
         .await
         .unwrap()
         .expect("claimed");
+    // The claim reads what the step rebuilds from: the event and the (empty) journal.
+    assert_eq!(
+        claimed.event.as_ref().map(|e| e.id),
+        Some(claimed.run.event_id)
+    );
+    assert!(claimed.journal.is_empty());
+    let stale = claimed.lease;
     assert!(
         runs::claim(&db.pool, &first, "other", ttl)
             .await
@@ -92,10 +99,11 @@ async fn a_superseded_lease_can_write_nothing() {
             .is_none(),
         "the old attempt's task is stale"
     );
-    let (fresh, _) = runs::claim(&db.pool, &retry, "fresh", ttl)
+    let fresh = runs::claim(&db.pool, &retry, "fresh", ttl)
         .await
         .unwrap()
-        .expect("retry claimed");
+        .expect("retry claimed")
+        .lease;
     assert!(fresh.epoch > stale.epoch);
 
     // Every write of the stale holder is fenced.
@@ -108,6 +116,7 @@ async fn a_superseded_lease_can_write_nothing() {
         step_ms: 1,
         fingerprint: None,
         failure_text: None,
+        tool_audit: None,
     };
     assert_eq!(
         runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue)
@@ -153,6 +162,51 @@ async fn a_superseded_lease_can_write_nothing() {
         .await
         .unwrap();
     assert_eq!(next, 1);
+
+    // The next claim carries the journal; its checkpoint closes the tool's
+    // audit row and stores the failure text once.
+    let second = StepTask {
+        run_id: run,
+        iteration: 2,
+        attempt: 0,
+    };
+    let claimed = runs::claim(&db.pool, &second, "fresh", ttl)
+        .await
+        .unwrap()
+        .expect("second iteration claimed");
+    assert_eq!(claimed.journal.len(), 1);
+    assert_eq!(claimed.journal[0].worker_id, "fresh");
+    assert_eq!(claimed.journal[0].observation, rec.observation);
+    let audit = steps::tool_started(&db.pool, run, 2, "log_excerpt", "fresh")
+        .await
+        .unwrap();
+    let rec2 = record(2);
+    let cp2 = Checkpoint {
+        record: &rec2,
+        tool_audit: Some((audit, true)),
+        failure_text: Some("java.lang.outofmemoryerror: java heap space".into()),
+        ..cp("fresh")
+    };
+    assert_eq!(
+        runs::commit_step(&db.pool, &claimed.lease, &cp2, &Next::Continue)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed
+    );
+    let (finished, ok): (bool, Option<bool>) =
+        sqlx::query_as("SELECT finished_at IS NOT NULL, ok FROM tool_invocations WHERE id = $1")
+            .bind(audit)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((finished, ok), (true, Some(true)));
+    assert_eq!(
+        faultline_shared::storage::similar::failure_text(&db.pool, run)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("java.lang.outofmemoryerror: java heap space")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,12 +1,14 @@
 //! One queue task = one ReAct iteration, executed as a checkpointed step:
 //!
 //! 1. **claim** the run's lease for the task's (iteration, attempt), bumping
-//!    the epoch; a stale task is dropped;
+//!    the epoch, reading the event and the journal in the same statement; a
+//!    stale task is dropped;
 //! 2. **rebuild** the state from the journal (`run_steps`);
 //! 3. **decide** (reasoner) and **act** (tool, audited and timed out), or
 //!    **verify** a final answer and route it;
-//! 4. **commit** checkpoint + run update + next step task (or result and
-//!    review item) in one transaction fenced by the epoch.
+//! 4. **commit** checkpoint + run update + tool audit + next step task in
+//!    one statement (a finishing run: result, review item and outbox row in
+//!    one transaction), fenced by the epoch.
 //!
 //! While the step runs, the lease is renewed every third of its TTL; if it is
 //! lost the step stops. Transient errors become a durable retry (attempt
@@ -127,16 +129,16 @@ impl Engine {
     pub async fn run_step(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
         let started = Instant::now();
         let ttl = self.settings.lease_ttl;
-        let Some((lease, run)) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
+        let Some(claim) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
             metrics::step("stale", started.elapsed());
             return Ok(StepOutcome::Stale);
         };
         let span = tracing::info_span!("step", run_id = %task.run_id, iteration = task.iteration,
             attempt = task.attempt, worker = %self.worker_id,
             category = tracing::field::Empty, outcome = tracing::field::Empty);
-        telemetry::set_parent(&span, run.traceparent.as_deref());
+        telemetry::set_parent(&span, claim.run.traceparent.as_deref());
         let outcome = self
-            .run_claimed(&task, lease, run)
+            .run_claimed(&task, claim)
             .instrument(span.clone())
             .await;
         let label = outcome.as_ref().map_or("error", StepOutcome::label);
@@ -148,9 +150,9 @@ impl Engine {
     async fn run_claimed(
         &self,
         task: &StepTask,
-        lease: Lease,
-        run: runs::RunRow,
+        claim: runs::Claim,
     ) -> anyhow::Result<StepOutcome> {
+        let lease = claim.lease.clone();
         let ttl = self.settings.lease_ttl;
         let started = Instant::now();
         let (lost_tx, mut lost_rx) = watch::channel(false);
@@ -159,7 +161,7 @@ impl Engine {
         let grace = self.settings.shutdown_grace;
 
         let outcome = tokio::select! {
-            result = self.execute(&lease, &run, task.attempt, started) => match result {
+            result = self.execute(&claim, task.attempt, started) => match result {
                 Ok(outcome) => outcome,
                 Err(StepError::Transient(msg)) => self.fail(&lease, &msg, true).await?,
                 Err(StepError::Permanent(msg)) => self.fail(&lease, &msg, false).await?,
@@ -197,17 +199,12 @@ impl Engine {
     /// Rebuilds the state, runs one iteration and commits it.
     async fn execute(
         &self,
-        lease: &Lease,
-        run: &runs::RunRow,
+        claim: &runs::Claim,
         attempt: i32,
         started: Instant,
     ) -> Result<StepOutcome, StepError> {
-        // The event and the journal are independent reads: one round trip of latency, not two.
-        let (event, rows) = tokio::try_join!(
-            events::get(&self.pool, run.event_id),
-            steps::list(&self.pool, run.id)
-        )?;
-        let event = event.ok_or_else(|| {
+        let (lease, run) = (&claim.lease, &claim.run);
+        let event = claim.event.clone().ok_or_else(|| {
             StepError::Permanent(format!(
                 "event {} of run {} is missing",
                 run.event_id, run.id
@@ -218,7 +215,7 @@ impl Engine {
         } else {
             event
         };
-        let journal: Vec<StepRecord> = rows.iter().map(|s| s.record()).collect();
+        let journal: Vec<StepRecord> = claim.journal.iter().map(|s| s.record()).collect();
         let iteration = run.iteration + 1;
         if journal.len() as i32 != run.iteration {
             return Err(StepError::Permanent(format!(
@@ -257,6 +254,7 @@ impl Engine {
         };
 
         let mut tool_ms = 0;
+        let mut tool_audit = None;
         let mut fingerprint = None;
         let mut failure_text = None;
         let (record, next) = match decision {
@@ -266,8 +264,10 @@ impl Engine {
                 input,
             } => {
                 let tool_started = Instant::now();
-                let observation = self.act(run, iteration, &journal, &tool, &input).await?;
+                let (observation, audit) =
+                    self.act(run, iteration, &journal, &tool, &input).await?;
                 tool_ms = tool_started.elapsed().as_millis() as i32;
+                tool_audit = audit;
                 if let Some(fp) = observation["fingerprint"]
                     .as_str()
                     .filter(|f| !f.is_empty())
@@ -389,6 +389,7 @@ impl Engine {
             step_ms: started.elapsed().as_millis() as i32,
             fingerprint,
             failure_text,
+            tool_audit,
         };
         let finished = match &next {
             Next::Finish(f) => Some(f.status),
@@ -475,6 +476,8 @@ impl Engine {
 
     /// Runs a tool call, or reuses the journaled result of an identical call
     /// in this run. Invalid calls become error observations for the reasoner.
+    /// Returns the observation and the call's audit row (id, success), which
+    /// the checkpoint closes; a transient failure closes it here.
     async fn act(
         &self,
         run: &runs::RunRow,
@@ -482,14 +485,15 @@ impl Engine {
         journal: &[StepRecord],
         tool: &str,
         input: &Value,
-    ) -> Result<Value, StepError> {
+    ) -> Result<(Value, Option<(i64, bool)>), StepError> {
         if let Some(previous) = journal
             .iter()
             .find(|s| s.action == tool && &s.action_input == input)
         {
-            return Ok(
+            return Ok((
                 json!({"cached_from_iteration": previous.iteration, "result": previous.observation}),
-            );
+                None,
+            ));
         }
         let ctx = ToolContext {
             pool: self.pool.clone(),
@@ -499,12 +503,16 @@ impl Engine {
         let audit =
             steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
         let result = self.tools.call(&ctx, tool, input).await;
-        steps::tool_finished(&self.pool, audit, result.is_ok()).await?;
+        let ok = result.is_ok();
         match result {
-            Ok(observation) => Ok(observation),
-            Err(ToolError::Invalid(msg)) => Ok(json!({"error": msg})),
-            Err(ToolError::Transient(msg)) => Err(StepError::Transient(msg)),
-            Err(ToolError::Failed(msg)) => Ok(json!({"error": msg})),
+            Ok(observation) => Ok((observation, Some((audit, ok)))),
+            Err(ToolError::Invalid(msg) | ToolError::Failed(msg)) => {
+                Ok((json!({"error": msg}), Some((audit, ok))))
+            }
+            Err(ToolError::Transient(msg)) => {
+                steps::tool_finished(&self.pool, audit, false).await?;
+                Err(StepError::Transient(msg))
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Running a worker process: the apalis step consumer of the configured
-//! broker (Postgres: LISTEN/NOTIFY wake-ups plus a poll fallback; Redis: a
+//! broker (Postgres: LISTEN/NOTIFY wake-ups for new runs, a wake-up of its
+//! own after every step, plus a poll fallback; Redis: a
 //! live and a bulk queue, polled), the reconciler (expired leases; with
 //! Redis also steps missing from the broker), and graceful shutdown.
 
@@ -21,12 +22,33 @@ use tracing::{error, info, warn};
 
 use crate::engine::{Engine, StepOutcome};
 
+/// Wakes this process's Postgres consumer to fetch now: a step just ended,
+/// so a slot is free, and the step it committed (if any) is waiting in the
+/// queue without a NOTIFY (see `runs::commit_step`). Wakes coalesce.
+#[derive(Clone)]
+struct LocalWake(Option<futures::channel::mpsc::Sender<()>>);
+
+impl LocalWake {
+    fn ring(&self) {
+        if let Some(tx) = &self.0 {
+            // Full means a wake is already pending: nothing to add.
+            let _ = tx.clone().try_send(());
+        }
+    }
+}
+
 /// The apalis handler: one step task. Step failures are recorded in
 /// Postgres by the engine, so only an unexpected error (the database is
 /// unreachable even for the failure record) is returned to apalis, which
 /// then hands the task out again.
-async fn handle(task: StepTask, engine: Data<Arc<Engine>>) -> Result<(), BoxDynError> {
-    match engine.run_step(task).await {
+async fn handle(
+    task: StepTask,
+    engine: Data<Arc<Engine>>,
+    wake: Data<LocalWake>,
+) -> Result<(), BoxDynError> {
+    let outcome = engine.run_step(task).await;
+    wake.ring();
+    match outcome {
         Ok(StepOutcome::Stale) => {
             tracing::debug!(run_id = %task.run_id, "stale step task dropped");
             Ok(())
@@ -92,8 +114,10 @@ async fn consume_postgres(
         .batch_size(settings.worker_concurrency)
         .heartbeat_interval(settings.queue_heartbeat)
         .missed_heartbeats(2);
+    let (wake, woken) = futures::channel::mpsc::channel(0);
     let strategy = Strategy::new()
         .stream(Pubsub::new(pool.clone(), STEP_QUEUE.to_string()))
+        .stream(woken)
         .interval(settings.poll_interval);
     let backend = PostgresStorage::<StepTask>::new(&pool)
         .with_config(config)
@@ -101,6 +125,7 @@ async fn consume_postgres(
     WorkerBuilder::new(consumer_name(engine, "pg"))
         .backend(backend)
         .data(engine.clone())
+        .data(LocalWake(Some(wake)))
         .concurrency(settings.worker_concurrency)
         .parallelize(tokio::spawn)
         .build(handle)
@@ -129,6 +154,7 @@ async fn consume_redis(
         WorkerBuilder::new(consumer_name(engine, kind))
             .backend(backend)
             .data(engine.clone())
+            .data(LocalWake(None))
             .concurrency(concurrency)
             .parallelize(tokio::spawn)
             .build(handle)

@@ -9,7 +9,7 @@ use std::{
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use uuid::Uuid;
 
@@ -316,7 +316,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// The stored metadata of an event.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct EventRow {
     pub id: Uuid,
     pub dedup_key: String,
@@ -331,13 +331,15 @@ pub struct EventRow {
     pub received_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// The columns of [`EventRow`].
+pub(crate) const EVENT_COLUMNS: &str = "id, dedup_key, source, job_name, build_number, test_name,
+    repository, commit_sha, log_name, log_bytes, received_at";
+
 /// Reads one event's metadata.
 pub async fn get(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<EventRow>> {
-    sqlx::query_as(
-        "SELECT id, dedup_key, source, job_name, build_number, test_name, repository, commit_sha,
-                log_name, log_bytes, received_at
-         FROM failure_events WHERE id = $1",
-    )
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {EVENT_COLUMNS} FROM failure_events WHERE id = $1"
+    )))
     .bind(id)
     .fetch_optional(pool)
     .await

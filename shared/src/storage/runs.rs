@@ -14,10 +14,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction, types::Json};
 use uuid::Uuid;
 
-use super::{events::RunLimits, review};
+use super::{
+    events::{EVENT_COLUMNS, EventRow, RunLimits},
+    review,
+    steps::{STEP_COLUMNS, StepRow},
+};
 use crate::{
     queue::{self, AfterCommit, Pending},
     types::{RunStatus, StepRecord, StepTask},
@@ -127,23 +131,51 @@ pub async fn get(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<RunRow>> {
     .await
 }
 
+/// A claimed step: the lease, the run as claimed, and what the step
+/// rebuilds its state from, read by the same statement.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub lease: Lease,
+    pub run: RunRow,
+    /// `None` if the run's event is gone (a permanent error for the step).
+    pub event: Option<EventRow>,
+    /// The run's journal in iteration order.
+    pub journal: Vec<StepRow>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ClaimRow {
+    #[sqlx(flatten)]
+    run: RunRow,
+    event: Option<Json<EventRow>>,
+    journal: Json<Vec<StepRow>>,
+}
+
 /// queued | retry_wait -> running: takes the lease for exactly the task's
-/// iteration and attempt, bumping the epoch. `None` means the task is stale
-/// (already executed, superseded by a retry, or the run is held or finished).
+/// iteration and attempt, bumping the epoch, and reads the run's event and
+/// journal in the same round trip. `None` means the task is stale (already
+/// executed, superseded by a retry, or the run is held or finished).
 pub async fn claim(
     pool: &PgPool,
     task: &StepTask,
     owner: &str,
     ttl: Duration,
-) -> sqlx::Result<Option<(Lease, RunRow)>> {
-    let row: Option<RunRow> = sqlx::query_as(AssertSqlSafe(format!(
-        "UPDATE analysis_runs
-         SET status = 'running', lease_owner = $4, lease_epoch = lease_epoch + 1,
-             lease_expires_at = now() + make_interval(secs => $5),
-             started_at = coalesce(started_at, now()), updated_at = now()
-         WHERE id = $1 AND iteration = $2 - 1 AND attempts = $3
-           AND status IN ('queued', 'retry_wait')
-         RETURNING {RUN_COLUMNS}"
+) -> sqlx::Result<Option<Claim>> {
+    let row: Option<ClaimRow> = sqlx::query_as(AssertSqlSafe(format!(
+        "WITH c AS (
+             UPDATE analysis_runs
+             SET status = 'running', lease_owner = $4, lease_epoch = lease_epoch + 1,
+                 lease_expires_at = now() + make_interval(secs => $5),
+                 started_at = coalesce(started_at, now()), updated_at = now()
+             WHERE id = $1 AND iteration = $2 - 1 AND attempts = $3
+               AND status IN ('queued', 'retry_wait')
+             RETURNING {RUN_COLUMNS})
+         SELECT c.*,
+             (SELECT to_jsonb(e) FROM (SELECT {EVENT_COLUMNS} FROM failure_events
+                                       WHERE id = c.event_id) e) AS event,
+             (SELECT coalesce(jsonb_agg(to_jsonb(s) ORDER BY s.iteration), '[]')
+              FROM (SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = c.id) s) AS journal
+         FROM c"
     )))
     .bind(task.run_id)
     .bind(task.iteration)
@@ -152,15 +184,15 @@ pub async fn claim(
     .bind(ttl.as_secs_f64())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|r| {
-        (
-            Lease {
-                run_id: r.id,
-                owner: owner.to_string(),
-                epoch: r.lease_epoch,
-            },
-            r,
-        )
+    Ok(row.map(|r| Claim {
+        lease: Lease {
+            run_id: r.run.id,
+            owner: owner.to_string(),
+            epoch: r.run.lease_epoch,
+        },
+        run: r.run,
+        event: r.event.map(|e| e.0),
+        journal: r.journal.0,
     }))
 }
 
@@ -211,6 +243,9 @@ pub struct Checkpoint<'a> {
     /// The normalised failure text, set with the fingerprint (the error
     /// library's text tier, [`super::similar`]).
     pub failure_text: Option<String>,
+    /// The `tool_invocations` row of the iteration's tool call and whether
+    /// the call succeeded: closed by the checkpoint statement.
+    pub tool_audit: Option<(i64, bool)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,17 +255,72 @@ pub enum CommitOutcome {
     Fenced,
 }
 
+/// The checkpoint of one iteration as one statement, fenced by the lease:
+/// the run update, the journal row, the failure text (once per run), the
+/// tool audit row closed, and with the Postgres broker the next step task
+/// (its `apalis.jobs` row, see [`queue::step_job`]). A fenced run updates
+/// nothing, so the inserts that select from `r` insert nothing; a second
+/// journal row for the iteration fails the whole statement (I2). The audit
+/// row is closed even when fenced: the tool did run.
+///
+/// The next task is due from `clock_timestamp()`, a moment after this
+/// transaction's `now()`, so apalis's insert trigger sends no NOTIFY for it.
+/// That is on purpose: Postgres serialises the commits of all transactions
+/// that notified (a global lock held through the WAL flush), which capped a
+/// worker fleet at ~300 steps/s. The worker that committed has a free slot
+/// and fetches right away instead (see the worker's runtime); other workers
+/// find the task by polling. First steps (ingest) still notify.
+const CHECKPOINT_SQL: &str = "
+WITH r AS (
+    UPDATE analysis_runs
+    SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
+        lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(),
+        fingerprint = coalesce($6, fingerprint),
+        result = coalesce($7, result), category = coalesce($8, category),
+        confidence = coalesce($9, confidence),
+        tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
+        finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
+    WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
+      AND status = 'running'
+    RETURNING id, priority
+), s AS (
+    INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
+                           attempt, lease_epoch, worker_id, tool_ms, step_ms,
+                           reasoner, call_id, llm, tokens_in, tokens_out, cost_usd)
+    SELECT r.id, $4, $15, $16, $17, $18, $19, $20, $3, $21, $22, $23, $24, $25, $26,
+           $11::int, $12::int, $13
+    FROM r
+), t AS (
+    INSERT INTO run_failure_texts (run_id, failure_text)
+    SELECT r.id, $14 FROM r WHERE $14::text IS NOT NULL
+    ON CONFLICT (run_id) DO UPDATE SET failure_text = excluded.failure_text
+), a AS (
+    UPDATE tool_invocations SET finished_at = now(), ok = $28 WHERE id = $27
+), j AS (
+    INSERT INTO apalis.jobs (id, job_type, job, max_attempts, priority, run_at)
+    SELECT $30, $31, $32, $33, greatest(r.priority, 0), clock_timestamp() FROM r WHERE $29
+)
+SELECT priority FROM r";
+
 /// running -> queued (next step pushed) or a terminal state, together with
 /// the iteration's checkpoint, any review item and the run's notification
-/// (outbox), in one transaction fenced by the lease epoch.
+/// (outbox), atomically and fenced by the lease epoch. A continuing run
+/// (most steps) is one statement ([`CHECKPOINT_SQL`]); a finishing one adds
+/// its review item, outbox row and notification in the same transaction.
 pub async fn commit_step(
     pool: &PgPool,
     lease: &Lease,
     cp: &Checkpoint<'_>,
     next: &Next,
 ) -> sqlx::Result<CommitOutcome> {
-    let mut tx = pool.begin().await?;
-    let mut after = AfterCommit::default();
+    let next_step = StepTask {
+        run_id: lease.run_id,
+        iteration: cp.record.iteration + 1,
+        attempt: 0,
+    };
+    let push = matches!(next, Next::Continue);
+    let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
+    let (job_id, job) = queue::step_job(&next_step);
     let (status, result, category, confidence) = match next {
         Next::Continue => (RunStatus::Queued, None, None, None),
         Next::Finish(f) => (
@@ -240,69 +330,77 @@ pub async fn commit_step(
             Some(f.confidence),
         ),
     };
-    let priority: Option<i32> = sqlx::query_scalar(
-        "UPDATE analysis_runs
-         SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
-             lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(),
-             fingerprint = coalesce($6, fingerprint), failure_text = coalesce($14, failure_text),
-             result = coalesce($7, result), category = coalesce($8, category),
-             confidence = coalesce($9, confidence),
-             tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
-             finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
-         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
-           AND status = 'running'
-         RETURNING priority",
-    )
-    .bind(lease.run_id)
-    .bind(&lease.owner)
-    .bind(lease.epoch)
-    .bind(cp.record.iteration)
-    .bind(status.as_str())
-    .bind(&cp.fingerprint)
-    .bind(result)
-    .bind(category)
-    .bind(confidence)
-    .bind(status.is_terminal())
-    .bind(i64::from(cp.record.tokens_in))
-    .bind(i64::from(cp.record.tokens_out))
-    .bind(cp.record.cost_usd)
-    .bind(&cp.failure_text)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(priority) = priority else {
+    let r = cp.record;
+    let query = sqlx::query_scalar::<_, i32>(CHECKPOINT_SQL)
+        .bind(lease.run_id)
+        .bind(&lease.owner)
+        .bind(lease.epoch)
+        .bind(r.iteration)
+        .bind(status.as_str())
+        .bind(&cp.fingerprint)
+        .bind(result)
+        .bind(category)
+        .bind(confidence)
+        .bind(status.is_terminal())
+        .bind(i64::from(r.tokens_in))
+        .bind(i64::from(r.tokens_out))
+        .bind(r.cost_usd)
+        .bind(&cp.failure_text)
+        .bind(&r.thought)
+        .bind(&r.action)
+        .bind(&r.action_input)
+        .bind(&r.observation)
+        .bind(r.is_final)
+        .bind(cp.attempt)
+        .bind(cp.worker_id)
+        .bind(cp.tool_ms)
+        .bind(cp.step_ms)
+        .bind(if r.reasoner.is_empty() {
+            "heuristic"
+        } else {
+            r.reasoner.as_str()
+        })
+        .bind(&r.call_id)
+        .bind(&r.llm)
+        .bind(cp.tool_audit.map(|(id, _)| id))
+        .bind(cp.tool_audit.is_some_and(|(_, ok)| ok))
+        .bind(push_in_sql)
+        .bind(job_id)
+        .bind(queue::STEP_QUEUE)
+        .bind(job)
+        .bind(queue::STEP_TASK_MAX_ATTEMPTS);
+
+    let Next::Finish(f) = next else {
+        let Some(priority) = query.fetch_optional(pool).await? else {
+            return Ok(CommitOutcome::Fenced);
+        };
+        let mut after = AfterCommit::default();
+        after.push(Pending {
+            step: next_step,
+            priority,
+            run_at: None,
+        });
+        after.flush().await;
+        return Ok(CommitOutcome::Committed);
+    };
+    let mut tx = pool.begin().await?;
+    if query.fetch_optional(&mut *tx).await?.is_none() {
         tx.rollback().await?;
         return Ok(CommitOutcome::Fenced);
-    };
-
-    super::steps::insert_in_tx(&mut tx, lease, cp).await?;
-    match next {
-        Next::Continue => {
-            let step = StepTask {
-                run_id: lease.run_id,
-                iteration: cp.record.iteration + 1,
-                attempt: 0,
-            };
-            queue::push_step(&mut tx, &mut after, &step, priority, None)
-                .await
-                .map_err(queue_error)?;
-        }
-        Next::Finish(f) => {
-            if let Some(reason) = &f.review_reason {
-                review::insert_in_tx(
-                    &mut tx,
-                    lease.run_id,
-                    reason,
-                    Some(&f.category),
-                    Some(f.confidence),
-                )
-                .await?;
-            }
-            super::outbox::insert_in_tx(&mut tx, lease.run_id).await?;
-            notify_finished(&mut tx, lease.run_id).await?;
-        }
     }
+    if let Some(reason) = &f.review_reason {
+        review::insert_in_tx(
+            &mut tx,
+            lease.run_id,
+            reason,
+            Some(&f.category),
+            Some(f.confidence),
+        )
+        .await?;
+    }
+    super::outbox::insert_in_tx(&mut tx, lease.run_id).await?;
+    notify_finished(&mut tx, lease.run_id).await?;
     tx.commit().await?;
-    after.flush().await;
     Ok(CommitOutcome::Committed)
 }
 

@@ -1,5 +1,5 @@
 //! The error library's look-ups beyond exact fingerprints: past analyses
-//! whose normalised failure text (`analysis_runs.failure_text`) is similar,
+//! whose normalised failure text (`run_failure_texts`) is similar,
 //! by trigram similarity (pg_trgm, GIN-indexed) and, failing that, by
 //! full-text search. Every match carries a score (0..1), the tier that found
 //! it, and whether a human confirmed the analysis in review.
@@ -85,9 +85,9 @@ pub async fn by_trigram(
     // `%` uses the GIN index with the session threshold (default 0.3, the
     // same as TRIGRAM_THRESHOLD); the explicit bound keeps it if that changes.
     let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {MATCH_COLUMNS}, similarity(r.failure_text, $1)::real AS score FROM analysis_runs r
-         WHERE r.failure_text IS NOT NULL AND r.failure_text % $1
-           AND similarity(r.failure_text, $1) >= $4
+        "SELECT {MATCH_COLUMNS}, similarity(t.failure_text, $1)::real AS score
+         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id
+         WHERE t.failure_text % $1 AND similarity(t.failure_text, $1) >= $4
            AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
          ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
     )))
@@ -111,10 +111,9 @@ pub async fn by_fulltext(
     let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
         "WITH q AS (
              SELECT nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery AS tsq)
-         SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', r.failure_text), q.tsq, 32)::real AS score
-         FROM analysis_runs r, q
-         WHERE q.tsq IS NOT NULL AND r.failure_text IS NOT NULL
-           AND to_tsvector('english', r.failure_text) @@ q.tsq
+         SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', t.failure_text), q.tsq, 32)::real AS score
+         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id, q
+         WHERE q.tsq IS NOT NULL AND to_tsvector('english', t.failure_text) @@ q.tsq
            AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
          ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
     )))
@@ -159,11 +158,10 @@ pub async fn tiered(
 
 /// The stored normalised failure text of a run, if its excerpt was taken.
 pub async fn failure_text(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT failure_text FROM analysis_runs WHERE id = $1")
+    sqlx::query_scalar("SELECT failure_text FROM run_failure_texts WHERE run_id = $1")
         .bind(run_id)
         .fetch_optional(pool)
         .await
-        .map(Option::flatten)
 }
 
 fn tagged(mut rows: Vec<SimilarMatch>, tier: Tier) -> Vec<SimilarMatch> {

@@ -3,50 +3,13 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::runs::{Checkpoint, Lease};
 use crate::types::StepRecord;
 
-/// Inserts an iteration's checkpoint; the (run, iteration) key refuses a second one (I2).
-pub(crate) async fn insert_in_tx(
-    tx: &mut Transaction<'_, Postgres>,
-    lease: &Lease,
-    cp: &Checkpoint<'_>,
-) -> sqlx::Result<()> {
-    let r = cp.record;
-    sqlx::query(
-        "INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
-                                attempt, lease_epoch, worker_id, tool_ms, step_ms,
-                                reasoner, call_id, llm, tokens_in, tokens_out, cost_usd)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-    )
-    .bind(lease.run_id)
-    .bind(r.iteration)
-    .bind(&r.thought)
-    .bind(&r.action)
-    .bind(&r.action_input)
-    .bind(&r.observation)
-    .bind(r.is_final)
-    .bind(cp.attempt)
-    .bind(lease.epoch)
-    .bind(cp.worker_id)
-    .bind(cp.tool_ms)
-    .bind(cp.step_ms)
-    .bind(if r.reasoner.is_empty() { "heuristic" } else { r.reasoner.as_str() })
-    .bind(&r.call_id)
-    .bind(&r.llm)
-    .bind(r.tokens_in)
-    .bind(r.tokens_out)
-    .bind(r.cost_usd)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 /// A journal row with its execution metadata.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct StepRow {
     pub iteration: i32,
     pub thought: String,
@@ -87,14 +50,16 @@ impl StepRow {
     }
 }
 
+/// The columns of [`StepRow`].
+pub(crate) const STEP_COLUMNS: &str = "iteration, thought, action, action_input, observation,
+    is_final, attempt, lease_epoch, worker_id, tool_ms, step_ms, reasoner, call_id, llm, tokens_in,
+    tokens_out, cost_usd, created_at";
+
 /// Reads a run's journal in iteration order (the state a resume rebuilds from).
 pub async fn list(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<StepRow>> {
-    sqlx::query_as(
-        "SELECT iteration, thought, action, action_input, observation, is_final, attempt,
-                lease_epoch, worker_id, tool_ms, step_ms, reasoner, call_id, llm, tokens_in, tokens_out,
-                cost_usd, created_at
-         FROM run_steps WHERE run_id = $1 ORDER BY iteration",
-    )
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 ORDER BY iteration"
+    )))
     .bind(run_id)
     .fetch_all(pool)
     .await

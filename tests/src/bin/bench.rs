@@ -13,8 +13,9 @@
 //! 1. Unloaded: runs analysed one at a time by W real `faultline-worker`
 //!    processes (heuristic reasoner, no network): the interval between
 //!    consecutive checkpoints of a run (queue hop + claim + step + commit).
-//! 2. Loaded: a burst of N runs: checkpointed steps per second and the
-//!    engine's time per step outside the tool.
+//! 2. Loaded: a backlog of N runs, enqueued while the workers are stopped,
+//!    then drained: checkpointed steps per second (first claim to last
+//!    commit) and the engine's time per step outside the tool.
 //! 3. Step commit: the checkpoint transaction alone (`commit_step`: fenced
 //!    run update + journal row + next-task push), C concurrent committers.
 //!
@@ -110,22 +111,32 @@ async fn bench(
         .parent()
         .context("bin dir")?
         .join("faultline-worker");
-    let mut children: Vec<Child> = (0..workers)
-        .map(|i| {
-            Command::new(&bin)
-                .env("DATABASE_URL", url)
-                .env("QUEUE_BACKEND", settings.queue_backend.as_str())
-                .env("FAULTLINE_REDIS_NAMESPACE", &settings.redis_namespace)
-                .env("FAULTLINE_WORKER_ID", format!("bench-{i}"))
-                .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
-                .env("RUST_LOG", "warn")
-                .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn()
-        })
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("start {}", bin.display()))?;
+    let spawn_workers = || -> anyhow::Result<Vec<Child>> {
+        (0..workers)
+            .map(|i| {
+                Command::new(&bin)
+                    .env("DATABASE_URL", url)
+                    .env("QUEUE_BACKEND", settings.queue_backend.as_str())
+                    .env("FAULTLINE_REDIS_NAMESPACE", &settings.redis_namespace)
+                    .env("FAULTLINE_WORKER_ID", format!("bench-{i}"))
+                    .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
+                    .env("RUST_LOG", "warn")
+                    .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .with_context(|| format!("start {}", bin.display()))
+            })
+            .collect()
+    };
+    let stop = |children: &mut Vec<Child>| {
+        for c in children.drain(..) {
+            let mut c = c;
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    };
+    let mut children = spawn_workers()?;
     let limits = RunLimits {
         max_iterations: 5,
         max_attempts: 5,
@@ -134,18 +145,20 @@ async fn bench(
 
     // 1. Unloaded: one run at a time, so each hop is the engine's own latency.
     let singles = 20;
-    let mut totals = Vec::new();
     for i in 0..singles {
         let event = NewEvent {
             dedup_key: format!("single:{i}"),
             source: "bench".into(),
             ..NewEvent::default()
         };
-        let t = Instant::now();
         events::ingest(&pool, &event, sample_log(i).as_bytes(), limits).await?;
         wait_all_finished(&pool).await?;
-        totals.push(t.elapsed().as_secs_f64() * 1000.0);
     }
+    let totals: Vec<f64> = sqlx::query_scalar(
+        "SELECT extract(epoch FROM finished_at - created_at)::float8 * 1000 FROM analysis_runs",
+    )
+    .fetch_all(&pool)
+    .await?;
     let single_gaps = checkpoint_intervals(&pool).await?;
     println!("\nunloaded: {singles} runs one after another ({workers} workers idle otherwise)");
     report("  whole analysis, enqueue to final commit", &totals);
@@ -157,7 +170,9 @@ async fn bench(
         .execute(&pool)
         .await?;
 
-    // 2. Loaded: a burst of runs.
+    // 2. Loaded: a backlog of runs enqueued with the workers stopped, then
+    // drained, so the enqueuer does not compete with the workers for the CPU.
+    stop(&mut children);
     let enqueue_started = Instant::now();
     for i in 0..runs {
         let log = sample_log(i);
@@ -173,13 +188,9 @@ async fn bench(
         "\nenqueue: {runs} runs (event + log + run + first step task) one by one in {enqueue_secs:.2} s = {:.0} runs/s",
         runs as f64 / enqueue_secs
     );
-    let started = Instant::now();
+    children = spawn_workers()?;
     wait_all_finished(&pool).await?;
-    let wall = started.elapsed();
-    for c in &mut children {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    stop(&mut children);
     let (steps, span): (i64, f64) = sqlx::query_as(
         "SELECT count(*), extract(epoch FROM max(s.created_at) - min(r.started_at))::float8
          FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id",
@@ -188,16 +199,12 @@ async fn bench(
     .await?;
     let outcomes = runs::count_by_status(&pool).await?;
     println!(
-        "\nloaded: a burst of {runs} runs, {workers} worker processes x concurrency {concurrency}, heuristic reasoner"
+        "\nloaded: a backlog of {runs} runs, {workers} worker processes x concurrency {concurrency}, heuristic reasoner"
     );
     println!("  outcomes: {outcomes:?}");
     println!(
         "  {steps} checkpointed steps in {span:.2} s (first claim to last commit) = {:.0} steps/s",
         steps as f64 / span
-    );
-    println!(
-        "  (the burst was enqueued while the workers ran; last enqueue to last commit: {:.2} s)",
-        wall.as_secs_f64()
     );
     let engine: Vec<f64> = sqlx::query_scalar("SELECT (step_ms - tool_ms)::float8 FROM run_steps")
         .fetch_all(&pool)
@@ -250,7 +257,8 @@ async fn wait_all_finished(pool: &PgPool) -> anyhow::Result<()> {
             Instant::now() < deadline,
             "runs did not finish within 10 minutes"
         );
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        // Timings come from the database's timestamps, not from this poll.
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -308,7 +316,7 @@ async fn commit_latency(
                     }
                     for iteration in 1..=per_run as i32 {
                         let task = StepTask { run_id: run_ids[i], iteration, attempt: 0 };
-                        let (lease, _) = runs::claim(&pool, &task, "bench", Duration::from_secs(30)).await?.context("claim")?;
+                        let lease = runs::claim(&pool, &task, "bench", Duration::from_secs(30)).await?.context("claim")?.lease;
                         let record = StepRecord {
                             iteration,
                             thought: "bench".into(),
@@ -318,7 +326,7 @@ async fn commit_latency(
                             is_final: false,
                             ..Default::default()
                         };
-                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None };
+                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None, tool_audit: None };
                         let t = Instant::now();
                         runs::commit_step(&pool, &lease, &cp, &Next::Continue).await?;
                         samples.push(t.elapsed().as_secs_f64() * 1000.0);
