@@ -386,3 +386,58 @@ async fn sigterm_finishes_in_flight_steps_and_exits() {
     assert_eq!(after, before + 1, "in-flight step committed before exit");
     assert_eq!(state, "queued", "nothing holds the run after shutdown");
 }
+
+/// The queue rows of a run's step tasks: (iteration, status).
+async fn queued_steps(db: &TestDb, run: Uuid) -> Vec<(i64, String)> {
+    sqlx::query_as(
+        "SELECT (convert_from(job, 'UTF8')::jsonb ->> 'iteration')::bigint AS iteration, status
+         FROM apalis.jobs WHERE convert_from(job, 'UTF8')::jsonb ->> 'run_id' = $1
+         ORDER BY 1",
+    )
+    .bind(run.to_string())
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_run_continues_on_its_worker_and_a_bulk_run_goes_back_to_the_queue() {
+    let db = TestDb::new().await;
+    let live_log = db.write("live.log", oom_log());
+    let bulk_log = db.write("bulk.log", format!("nightly\n{}", oom_log()));
+    let live = db.enqueue(&live_log, &[]);
+    let bulk: Uuid = db
+        .cli_ok(&["enqueue", "--bulk", bulk_log.to_str().unwrap()], &[])
+        .parse()
+        .unwrap();
+    let _worker = db.worker("w", &[]);
+    for run in [live, bulk] {
+        let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+        assert_eq!(status, "completed", "run {run}");
+    }
+    let (_, live_iterations) = run_state(&db.pool, live).await;
+    let (_, bulk_iterations) = run_state(&db.pool, bulk).await;
+    assert!(live_iterations >= 3 && bulk_iterations >= 3);
+
+    // Live: every later step's task was taken by the worker that queued it,
+    // so only the first step ever went through the queue.
+    let live_tasks = queued_steps(&db, live).await;
+    assert_eq!(live_tasks.len(), 1, "{live_tasks:?}");
+    assert_eq!(live_tasks[0].0, 1);
+    // Bulk: each step was fetched from the queue, so live work can overtake it.
+    let bulk_tasks = queued_steps(&db, bulk).await;
+    assert_eq!(
+        bulk_tasks.iter().map(|t| t.0).collect::<Vec<_>>(),
+        (1..=i64::from(bulk_iterations)).collect::<Vec<_>>(),
+        "{bulk_tasks:?}"
+    );
+    // Either way each iteration was committed exactly once.
+    for run in [live, bulk] {
+        let steps = journal(&db, run).await;
+        let (_, n) = run_state(&db.pool, run).await;
+        assert_eq!(
+            steps.iter().map(|s| s.0).collect::<Vec<_>>(),
+            (1..=n).collect::<Vec<_>>()
+        );
+    }
+}

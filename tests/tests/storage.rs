@@ -54,7 +54,7 @@ async fn a_superseded_lease_can_write_nothing() {
         iteration: 1,
         attempt: 0,
     };
-    let claimed = runs::claim(&db.pool, &first, "stale", ttl)
+    let claimed = runs::claim(&db.pool, &first, "stale", ttl, None)
         .await
         .unwrap()
         .expect("claimed");
@@ -66,7 +66,7 @@ async fn a_superseded_lease_can_write_nothing() {
     assert!(claimed.journal.is_empty());
     let stale = claimed.lease;
     assert!(
-        runs::claim(&db.pool, &first, "other", ttl)
+        runs::claim(&db.pool, &first, "other", ttl, None)
             .await
             .unwrap()
             .is_none(),
@@ -93,13 +93,13 @@ async fn a_superseded_lease_can_write_nothing() {
         attempt: 1,
     };
     assert!(
-        runs::claim(&db.pool, &first, "other", ttl)
+        runs::claim(&db.pool, &first, "other", ttl, None)
             .await
             .unwrap()
             .is_none(),
         "the old attempt's task is stale"
     );
-    let fresh = runs::claim(&db.pool, &retry, "fresh", ttl)
+    let fresh = runs::claim(&db.pool, &retry, "fresh", ttl, None)
         .await
         .unwrap()
         .expect("retry claimed")
@@ -135,12 +135,14 @@ async fn a_superseded_lease_can_write_nothing() {
     assert!(steps::list(&db.pool, run).await.unwrap().is_empty());
 
     // The current holder commits, once.
-    assert_eq!(
-        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
-            .await
-            .unwrap(),
-        CommitOutcome::Committed
-    );
+    let CommitOutcome::Committed {
+        next_task: Some(next_task),
+    } = runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
+        .await
+        .unwrap()
+    else {
+        panic!("committed, with the next task's id")
+    };
     assert_eq!(
         runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
             .await
@@ -163,20 +165,27 @@ async fn a_superseded_lease_can_write_nothing() {
         .unwrap();
     assert_eq!(next, 1);
 
-    // The next claim carries the journal; its checkpoint closes the tool's
-    // audit row and stores the failure text once.
+    // The worker continues the run itself: the next claim takes the queued
+    // task (so nobody else fetches it) and carries the journal; its
+    // checkpoint closes the tool's audit row and stores the failure text.
     let second = StepTask {
         run_id: run,
         iteration: 2,
         attempt: 0,
     };
-    let claimed = runs::claim(&db.pool, &second, "fresh", ttl)
+    let claimed = runs::claim(&db.pool, &second, "fresh", ttl, Some(&next_task))
         .await
         .unwrap()
         .expect("second iteration claimed");
     assert_eq!(claimed.journal.len(), 1);
     assert_eq!(claimed.journal[0].worker_id, "fresh");
     assert_eq!(claimed.journal[0].observation, rec.observation);
+    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE id = $1")
+        .bind(&next_task)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(queued, 0, "the claim took the queued task");
     let audit = steps::tool_started(&db.pool, run, 2, "log_excerpt", "fresh")
         .await
         .unwrap();
@@ -187,12 +196,12 @@ async fn a_superseded_lease_can_write_nothing() {
         failure_text: Some("java.lang.outofmemoryerror: java heap space".into()),
         ..cp("fresh")
     };
-    assert_eq!(
+    assert!(matches!(
         runs::commit_step(&db.pool, &claimed.lease, &cp2, &Next::Continue)
             .await
             .unwrap(),
-        CommitOutcome::Committed
-    );
+        CommitOutcome::Committed { next_task: Some(_) }
+    ));
     let (finished, ok): (bool, Option<bool>) =
         sqlx::query_as("SELECT finished_at IS NOT NULL, ok FROM tool_invocations WHERE id = $1")
             .bind(audit)

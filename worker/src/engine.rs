@@ -21,7 +21,7 @@ use std::{
 };
 
 use faultline_shared::{
-    FinalAnswer, Settings, StepRecord, StepTask, metrics,
+    FinalAnswer, Settings, StepRecord, StepTask, metrics, queue,
     storage::{
         self, events,
         runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next},
@@ -49,9 +49,12 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
     /// The iteration was committed; `finished` when the run reached a terminal state.
+    /// `next_task`: the queued task of the next iteration, when this worker
+    /// may continue the run itself (see [`Engine::run_task`]).
     Committed {
         iteration: i32,
         finished: Option<RunStatus>,
+        next_task: Option<String>,
     },
     /// The task no longer matched the run (already done, superseded, or held).
     Stale,
@@ -123,13 +126,48 @@ impl Engine {
         }
     }
 
-    /// Executes one step task end to end (see the module doc). A claimed
+    /// Executes a step task, then, while the run goes on, its next steps in
+    /// the same slot: a live run's next task (Postgres broker) is taken by
+    /// the worker that queued it, skipping the queue's fetch and ack. Each
+    /// step is still claimed, fenced and checkpointed on its own, so a crash
+    /// between steps leaves the queued task for any worker, and one during a
+    /// step is recovered by the lease. Bulk runs go back to the queue after
+    /// every step so that live work overtakes them; shutdown stops the chain.
+    pub async fn run_task(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
+        let mut task = task;
+        let mut take: Option<String> = None;
+        loop {
+            let outcome = self.run_step(task, take.as_deref()).await?;
+            match &outcome {
+                StepOutcome::Committed {
+                    iteration,
+                    finished: None,
+                    next_task: Some(next),
+                } if !*self.shutdown.borrow() => {
+                    task = StepTask {
+                        run_id: task.run_id,
+                        iteration: iteration + 1,
+                        attempt: 0,
+                    };
+                    take = Some(next.clone());
+                }
+                _ => return Ok(outcome),
+            }
+        }
+    }
+
+    /// Executes one step task end to end (see the module doc); `take` is
+    /// its queue row when this worker queued it ([`runs::claim`]). A claimed
     /// step runs in a `step` span whose parent is the run's ingest span, so
     /// every step of an analysis, on whichever worker, is in one trace.
-    pub async fn run_step(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
+    pub async fn run_step(
+        &self,
+        task: StepTask,
+        take: Option<&str>,
+    ) -> anyhow::Result<StepOutcome> {
         let started = Instant::now();
         let ttl = self.settings.lease_ttl;
-        let Some(claim) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
+        let Some(claim) = runs::claim(&self.pool, &task, &self.worker_id, ttl, take).await? else {
             metrics::step("stale", started.elapsed());
             return Ok(StepOutcome::Stale);
         };
@@ -396,7 +434,7 @@ impl Engine {
             Next::Continue => None,
         };
         match runs::commit_step(&self.pool, lease, &cp, &next).await? {
-            CommitOutcome::Committed => {
+            CommitOutcome::Committed { next_task } => {
                 info!(action = %record.action, ?finished, "iteration committed");
                 if let Next::Finish(f) = &next {
                     tracing::Span::current().record("category", f.category.as_str());
@@ -405,6 +443,7 @@ impl Engine {
                 Ok(StepOutcome::Committed {
                     iteration,
                     finished,
+                    next_task: next_task.filter(|_| run.priority >= queue::PRIORITY_LIVE),
                 })
             }
             CommitOutcome::Fenced => {

@@ -46,7 +46,7 @@ async fn handle(
     engine: Data<Arc<Engine>>,
     wake: Data<LocalWake>,
 ) -> Result<(), BoxDynError> {
-    let outcome = engine.run_step(task).await;
+    let outcome = engine.run_task(task).await;
     wake.ring();
     match outcome {
         Ok(StepOutcome::Stale) => {

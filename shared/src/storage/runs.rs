@@ -155,11 +155,18 @@ struct ClaimRow {
 /// iteration and attempt, bumping the epoch, and reads the run's event and
 /// journal in the same round trip. `None` means the task is stale (already
 /// executed, superseded by a retry, or the run is held or finished).
+///
+/// `take` is the id of the task's queue row when the worker that committed
+/// the previous step continues the run itself: a successful claim removes
+/// that row while nobody has fetched it yet, so no other worker fetches a
+/// task that is already running. If another worker did fetch it, its claim
+/// finds the run taken and drops it.
 pub async fn claim(
     pool: &PgPool,
     task: &StepTask,
     owner: &str,
     ttl: Duration,
+    take: Option<&str>,
 ) -> sqlx::Result<Option<Claim>> {
     let row: Option<ClaimRow> = sqlx::query_as(AssertSqlSafe(format!(
         "WITH c AS (
@@ -169,7 +176,10 @@ pub async fn claim(
                  started_at = coalesce(started_at, now()), updated_at = now()
              WHERE id = $1 AND iteration = $2 - 1 AND attempts = $3
                AND status IN ('queued', 'retry_wait')
-             RETURNING {RUN_COLUMNS})
+             RETURNING {RUN_COLUMNS}),
+         taken AS (
+             DELETE FROM apalis.jobs
+             WHERE id = $6 AND status = 'Pending' AND EXISTS (SELECT 1 FROM c))
          SELECT c.*,
              (SELECT to_jsonb(e) FROM (SELECT {EVENT_COLUMNS} FROM failure_events
                                        WHERE id = c.event_id) e) AS event,
@@ -182,6 +192,7 @@ pub async fn claim(
     .bind(task.attempt)
     .bind(owner)
     .bind(ttl.as_secs_f64())
+    .bind(take)
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|r| Claim {
@@ -248,9 +259,12 @@ pub struct Checkpoint<'a> {
     pub tool_audit: Option<(i64, bool)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {
-    Committed,
+    /// With the Postgres broker and another iteration to go, `next_task`
+    /// is the id of the queued task of that iteration: the committing
+    /// worker may take it itself ([`claim`] with `take`).
+    Committed { next_task: Option<String> },
     /// The lease was lost: nothing was written.
     Fenced,
 }
@@ -321,6 +335,7 @@ pub async fn commit_step(
     let push = matches!(next, Next::Continue);
     let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
     let (job_id, job) = queue::step_job(&next_step);
+    let job_id_sql = job_id.clone();
     let (status, result, category, confidence) = match next {
         Next::Continue => (RunStatus::Queued, None, None, None),
         Next::Finish(f) => (
@@ -365,7 +380,7 @@ pub async fn commit_step(
         .bind(cp.tool_audit.map(|(id, _)| id))
         .bind(cp.tool_audit.is_some_and(|(_, ok)| ok))
         .bind(push_in_sql)
-        .bind(job_id)
+        .bind(job_id_sql)
         .bind(queue::STEP_QUEUE)
         .bind(job)
         .bind(queue::STEP_TASK_MAX_ATTEMPTS);
@@ -381,7 +396,9 @@ pub async fn commit_step(
             run_at: None,
         });
         after.flush().await;
-        return Ok(CommitOutcome::Committed);
+        return Ok(CommitOutcome::Committed {
+            next_task: push_in_sql.then_some(job_id),
+        });
     };
     let mut tx = pool.begin().await?;
     if query.fetch_optional(&mut *tx).await?.is_none() {
@@ -401,7 +418,7 @@ pub async fn commit_step(
     super::outbox::insert_in_tx(&mut tx, lease.run_id).await?;
     notify_finished(&mut tx, lease.run_id).await?;
     tx.commit().await?;
-    Ok(CommitOutcome::Committed)
+    Ok(CommitOutcome::Committed { next_task: None })
 }
 
 /// What happened to a failed attempt.

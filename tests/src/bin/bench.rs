@@ -54,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("BENCH_MODE").as_deref() != Ok("one") {
         return matrix::run().await;
     }
-    let runs = env_or("BENCH_RUNS", 300);
+    let runs = env_or("BENCH_RUNS", 600);
     let workers = env_or("BENCH_WORKERS", 2);
     let concurrency = env_or("BENCH_CONCURRENCY", 16);
     let commits = env_or("BENCH_COMMITS", 3000);
@@ -316,7 +316,7 @@ async fn commit_latency(
                     }
                     for iteration in 1..=per_run as i32 {
                         let task = StepTask { run_id: run_ids[i], iteration, attempt: 0 };
-                        let lease = runs::claim(&pool, &task, "bench", Duration::from_secs(30)).await?.context("claim")?.lease;
+                        let lease = runs::claim(&pool, &task, "bench", Duration::from_secs(30), None).await?.context("claim")?.lease;
                         let record = StepRecord {
                             iteration,
                             thought: "bench".into(),
