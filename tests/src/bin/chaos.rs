@@ -229,11 +229,13 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         if started.elapsed() > timeout {
             break false;
         }
-        if !pg_restarted && done as usize >= runs * 3 / 10 {
+        // The wipe first: runs finish in a burst after the Postgres restart,
+        // and the wipe must land while most runs still have steps queued.
+        if !pg_restarted && done as usize >= runs * 4 / 10 {
             pg_restarted = true;
             notes.push(restart_postgres());
         }
-        if !redis_wiped && done as usize >= runs * 5 / 10 {
+        if !redis_wiped && done as usize >= runs * 2 / 10 {
             redis_wiped = true;
             wipe_redis(&settings, &wipe).await?;
             notes.push(format!("Redis wipe ({wipe}) after {done} runs finished"));
