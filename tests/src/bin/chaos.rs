@@ -381,6 +381,10 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     if !finished {
         failures.push(format!("runs still open after {timeout:?}"));
     }
+    if backend == QueueBackend::Redis {
+        // Leave the Redis server as we found it (the queues' bookkeeping keys).
+        wipe_redis(&settings, "namespace").await?;
+    }
     if failures.is_empty() {
         println!("\nchaos: all invariants held");
         Ok(())
