@@ -94,7 +94,7 @@ async fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(events::hex(&hasher.finalize()))
+    Ok(faultline_shared::hex(&hasher.finalize()))
 }
 
 /// Waits until the run is terminal: woken by NOTIFY, with a poll fallback.

@@ -93,10 +93,7 @@ async fn stored_logs_keep_every_byte_and_stream_in_chunks() {
     .await
     .unwrap();
     assert_eq!(bytes as usize, log.len());
-    assert_eq!(
-        sha,
-        faultline_shared::storage::events::hex(&Sha256::digest(&log))
-    );
+    assert_eq!(sha, faultline_shared::hex(&Sha256::digest(&log)));
     let chunks: i64 =
         sqlx::query_scalar("SELECT count(*) FROM event_log_chunks WHERE event_id = $1")
             .bind(event_id)

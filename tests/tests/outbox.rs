@@ -57,7 +57,7 @@ fn verify(body: &[u8], signature: &str) -> bool {
     };
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
     mac.update(body);
-    faultline_shared::storage::events::hex(&mac.finalize().into_bytes()) == hex
+    faultline_shared::hex(&mac.finalize().into_bytes()) == hex
 }
 
 #[tokio::test]

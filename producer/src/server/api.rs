@@ -8,9 +8,12 @@ use axum::{
     http::{HeaderMap, Uri},
     response::Response,
 };
-use faultline_shared::storage::{
-    events::{self, NewEvent, hex},
-    review, runs, steps,
+use faultline_shared::{
+    hex,
+    storage::{
+        events::{self, NewEvent},
+        review, runs, steps,
+    },
 };
 use serde::Deserialize;
 use serde_json::{Value, json};

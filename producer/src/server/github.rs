@@ -301,7 +301,7 @@ mod tests {
     fn signed(body: &[u8], key: &str) -> HeaderMap {
         let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
         mac.update(body);
-        let hex = faultline_shared::storage::events::hex(&mac.finalize().into_bytes());
+        let hex = faultline_shared::hex(&mac.finalize().into_bytes());
         let mut h = HeaderMap::new();
         h.insert(
             "x-hub-signature-256",

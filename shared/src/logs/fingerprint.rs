@@ -127,7 +127,7 @@ pub fn fingerprint(lines: &[&str]) -> String {
         hasher.update(n.as_bytes());
     }
     let digest = hasher.finalize();
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex(&digest[..16])
 }
 
 #[cfg(test)]

@@ -270,7 +270,7 @@ impl LogWriter {
     /// would describe bytes we do not have). Returns the stored size.
     pub async fn finish(mut self, conn: &mut PgConnection) -> sqlx::Result<i64> {
         self.flush(conn).await?;
-        let mut digest = Some(hex(&self.hasher.clone().finalize()));
+        let mut digest = Some(crate::hex(&self.hasher.clone().finalize()));
         if let Some(cap) = self.cap.as_ref().filter(|c| c.cut > 0) {
             let marker = format!(
                 "\n[faultline] {} bytes cut from the middle of this log ({} read, {} kept)\n",
@@ -309,10 +309,6 @@ fn gzip(data: &[u8]) -> io::Result<Vec<u8>> {
     let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 4), Compression::fast());
     enc.write_all(data)?;
     enc.finish()
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The stored metadata of an event.

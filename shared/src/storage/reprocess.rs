@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::events::{RunLimits, hex};
+use super::events::RunLimits;
 use crate::{queue, types::StepTask};
 
 /// Which past failures to re-analyse: events received in `[since, until)`
@@ -37,7 +37,7 @@ impl Window {
             self.category.as_deref().unwrap_or("*"),
             self.status.as_deref().unwrap_or("*"),
         );
-        hex(&Sha256::digest(text.as_bytes()))
+        crate::hex(&Sha256::digest(text.as_bytes()))
     }
 }
 

@@ -71,12 +71,12 @@ impl TokenRow {
 /// A new random token: `flt_` and 64 hex digits (256 bits from a CSPRNG).
 pub fn generate() -> String {
     let bytes: [u8; 32] = rand::random();
-    format!("flt_{}", super::events::hex(&bytes))
+    format!("flt_{}", crate::hex(&bytes))
 }
 
 /// The stored form of a token: hex SHA-256.
 pub fn hash(token: &str) -> String {
-    super::events::hex(&Sha256::digest(token.as_bytes()))
+    crate::hex(&Sha256::digest(token.as_bytes()))
 }
 
 /// Stores a new token under `name`; `None` when the name is already taken.

@@ -104,7 +104,7 @@ pub fn sign(body: &[u8], key: &str) -> String {
     mac.update(body);
     format!(
         "sha256={}",
-        faultline_shared::storage::events::hex(&mac.finalize().into_bytes())
+        faultline_shared::hex(&mac.finalize().into_bytes())
     )
 }
 

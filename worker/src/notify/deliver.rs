@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use faultline_shared::{config::Secret, storage::events::hex};
+use faultline_shared::{config::Secret, hex};
 
 pub const WEBHOOK: &str = "webhook";
 pub const GITHUB: &str = "github";
