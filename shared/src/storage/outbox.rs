@@ -5,33 +5,17 @@
 //!   delivering ──every target accepted──> delivered
 //!   delivering ──a target failed──> pending (attempts+1, next_attempt_at = backoff) | dead
 //! ```
-//! The row is written in the same transaction as the run's final state, so a
-//! finished run is never without its notification and a rolled-back commit
-//! never notifies. Delivery holds no transaction open: a claim is a
+//! The row is written by the statement that commits the run's final state
+//! (`runs::commit_step`), so a finished run is never without its
+//! notification and a failed commit never notifies. Reprocessed runs are not
+//! notified: a nightly batch must not page anyone. Delivery holds no transaction open: a claim is a
 //! time-limited lock (`locked_until`), so a crashed deliverer's rows return.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
-
-/// Writes the notification of a run that just finished `completed` or
-/// `needs_review` (inside the caller's commit transaction). Reprocessed runs
-/// are not notified: a nightly batch must not page anyone.
-pub(crate) async fn insert_in_tx(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO notification_outbox (id, run_id, kind)
-         SELECT $2, r.id, r.status FROM analysis_runs r
-         WHERE r.id = $1 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
-         ON CONFLICT (run_id) DO NOTHING",
-    )
-    .bind(run_id)
-    .bind(Uuid::now_v7())
-    .execute(conn)
-    .await?;
-    Ok(())
-}
 
 /// A claimed notification with what a delivery needs.
 #[derive(Debug, Clone, sqlx::FromRow)]

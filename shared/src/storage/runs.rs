@@ -272,7 +272,9 @@ pub enum CommitOutcome {
 /// The checkpoint of one iteration as one statement, fenced by the lease:
 /// the run update, the journal row, the failure text (once per run), the
 /// tool audit row closed, and with the Postgres broker the next step task
-/// (its `apalis.jobs` row, see [`queue::step_job`]). A fenced run updates
+/// (its `apalis.jobs` row, see [`queue::step_job`]); for a finishing run
+/// instead its review item (when it goes to review), its outbox row (live
+/// runs) and the notification on [`FINISHED_CHANNEL`]. A fenced run updates
 /// nothing, so the inserts that select from `r` insert nothing; a second
 /// journal row for the iteration fails the whole statement (I2). The audit
 /// row is closed even when fenced: the tool did run.
@@ -296,7 +298,7 @@ WITH r AS (
         finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
     WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
       AND status = 'running'
-    RETURNING id, priority
+    RETURNING id, priority, status, reprocess_batch
 ), s AS (
     INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
                            attempt, lease_epoch, worker_id, tool_ms, step_ms,
@@ -313,14 +315,22 @@ WITH r AS (
 ), j AS (
     INSERT INTO apalis.jobs (id, job_type, job, max_attempts, priority, run_at)
     SELECT $30, $31, $32, $33, greatest(r.priority, 0), clock_timestamp() FROM r WHERE $29
+), rv AS (
+    INSERT INTO review_items (id, run_id, reason, category, confidence)
+    SELECT $34, r.id, $35, $8, $9 FROM r WHERE $35::text IS NOT NULL
+    ON CONFLICT (run_id) DO NOTHING
+), ob AS (
+    INSERT INTO notification_outbox (id, run_id, kind)
+    SELECT $36, r.id, r.status FROM r
+    WHERE $10 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
+    ON CONFLICT (run_id) DO NOTHING
 )
-SELECT priority FROM r";
+SELECT priority, CASE WHEN $10 THEN pg_notify($37, r.id::text)::text END FROM r";
 
 /// running -> queued (next step pushed) or a terminal state, together with
 /// the iteration's checkpoint, any review item and the run's notification
-/// (outbox), atomically and fenced by the lease epoch. A continuing run
-/// (most steps) is one statement ([`CHECKPOINT_SQL`]); a finishing one adds
-/// its review item, outbox row and notification in the same transaction.
+/// (outbox), atomically and fenced by the lease epoch: one statement,
+/// [`CHECKPOINT_SQL`].
 pub async fn commit_step(
     pool: &PgPool,
     lease: &Lease,
@@ -336,17 +346,18 @@ pub async fn commit_step(
     let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
     let (job_id, job) = queue::step_job(&next_step);
     let job_id_sql = job_id.clone();
-    let (status, result, category, confidence) = match next {
-        Next::Continue => (RunStatus::Queued, None, None, None),
+    let (status, result, category, confidence, review_reason) = match next {
+        Next::Continue => (RunStatus::Queued, None, None, None, None),
         Next::Finish(f) => (
             f.status,
             Some(&f.result),
             Some(f.category.as_str()),
             Some(f.confidence),
+            f.review_reason.as_deref(),
         ),
     };
     let r = cp.record;
-    let query = sqlx::query_scalar::<_, i32>(CHECKPOINT_SQL)
+    let committed: Option<(i32, Option<String>)> = sqlx::query_as(CHECKPOINT_SQL)
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.epoch)
@@ -383,12 +394,17 @@ pub async fn commit_step(
         .bind(job_id_sql)
         .bind(queue::STEP_QUEUE)
         .bind(job)
-        .bind(queue::STEP_TASK_MAX_ATTEMPTS);
-
-    let Next::Finish(f) = next else {
-        let Some(priority) = query.fetch_optional(pool).await? else {
-            return Ok(CommitOutcome::Fenced);
-        };
+        .bind(queue::STEP_TASK_MAX_ATTEMPTS)
+        .bind(Uuid::now_v7())
+        .bind(review_reason)
+        .bind(Uuid::now_v7())
+        .bind(FINISHED_CHANNEL)
+        .fetch_optional(pool)
+        .await?;
+    let Some((priority, _)) = committed else {
+        return Ok(CommitOutcome::Fenced);
+    };
+    if push {
         let mut after = AfterCommit::default();
         after.push(Pending {
             step: next_step,
@@ -396,29 +412,10 @@ pub async fn commit_step(
             run_at: None,
         });
         after.flush().await;
-        return Ok(CommitOutcome::Committed {
-            next_task: push_in_sql.then_some(job_id),
-        });
-    };
-    let mut tx = pool.begin().await?;
-    if query.fetch_optional(&mut *tx).await?.is_none() {
-        tx.rollback().await?;
-        return Ok(CommitOutcome::Fenced);
     }
-    if let Some(reason) = &f.review_reason {
-        review::insert_in_tx(
-            &mut tx,
-            lease.run_id,
-            reason,
-            Some(&f.category),
-            Some(f.confidence),
-        )
-        .await?;
-    }
-    super::outbox::insert_in_tx(&mut tx, lease.run_id).await?;
-    notify_finished(&mut tx, lease.run_id).await?;
-    tx.commit().await?;
-    Ok(CommitOutcome::Committed { next_task: None })
+    Ok(CommitOutcome::Committed {
+        next_task: push_in_sql.then_some(job_id),
+    })
 }
 
 /// What happened to a failed attempt.
