@@ -72,7 +72,14 @@ pub async fn render(handle: &PrometheusHandle, pool: &PgPool) -> String {
 static SEEN_PRIORITIES: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 async fn refresh_gauges(pool: &PgPool) -> sqlx::Result<()> {
-    let depths = tasks::queue_depth(pool).await?;
+    // The queue lives where this process's broker keeps it.
+    let depths = match crate::queue::broker() {
+        crate::queue::Broker::Postgres => tasks::queue_depth(pool).await?,
+        crate::queue::Broker::Redis(redis) => redis
+            .depth()
+            .await
+            .map_err(|e| sqlx::Error::Protocol(format!("redis queue depth: {e}")))?,
+    };
     {
         // A block, not drop(): the guard must not live across the next await.
         let mut seen = SEEN_PRIORITIES.lock().unwrap_or_else(|p| p.into_inner());

@@ -69,6 +69,28 @@ async fn runs_complete_on_the_redis_broker() {
         .unwrap();
     assert_eq!(pg_tasks, 0);
     assert_eq!(live_tasks(&ns).await, 1);
+    // The queue-depth gauge reads the broker's queue, not the empty Postgres one.
+    let serve = db.serve(&refs(&env)).await;
+    let metrics = reqwest::get(format!("{}/metrics", serve.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let depth = |priority: &str| {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("faultline_queue_depth{")
+                    && l.contains(&format!("priority=\"{priority}\""))
+                    && l.contains("state=\"ready\"")
+            })
+            .and_then(|l| l.rsplit_once(' '))
+            .map(|(_, v)| v.to_string())
+    };
+    assert_eq!(depth("10").as_deref(), Some("1"), "{metrics}");
+    assert_eq!(depth("1").as_deref(), Some("0"), "{metrics}");
+    assert!(metrics.contains("faultline_scrape_error 0"), "{metrics}");
 
     let _w = db.worker("w", &refs(&env));
     let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;

@@ -14,7 +14,8 @@ use apalis_core::task::builder::TaskBuilder;
 use apalis_redis::{Config, ConnectionManager, RedisTask};
 use redis::Script;
 
-use super::{PRIORITY_LIVE, Pending};
+use super::{PRIORITY_BULK, PRIORITY_LIVE, Pending};
+use crate::storage::tasks::QueueDepth;
 
 /// Suffix of the queue of live analyses (priority ≥ [`PRIORITY_LIVE`]),
 /// after the namespace (`FAULTLINE_REDIS_NAMESPACE`).
@@ -153,6 +154,32 @@ impl RedisBroker {
             self.push(&missing).await?;
         }
         Ok(missing.len())
+    }
+}
+
+impl RedisBroker {
+    /// Waiting step tasks of the live and the bulk queue, for the queue-depth
+    /// gauge: `ready` is the active list plus scheduled tasks already due
+    /// (apalis-redis parks new tasks in the scheduled set until a fetch
+    /// promotes them), `scheduled` the ones due later (retries).
+    pub async fn depth(&self) -> Result<Vec<QueueDepth>, apalis_redis::RedisError> {
+        let mut conn = self.conn.clone();
+        let now = chrono::Utc::now().timestamp();
+        let mut depths = Vec::with_capacity(2);
+        for (priority, config) in [(PRIORITY_LIVE, &self.live), (PRIORITY_BULK, &self.bulk)] {
+            let (active, due, later): (i64, i64, i64) = redis::pipe()
+                .llen(config.active_jobs_list())
+                .zcount(config.scheduled_jobs_set(), "-inf", now)
+                .zcount(config.scheduled_jobs_set(), format!("({now}"), "+inf")
+                .query_async(&mut conn)
+                .await?;
+            depths.push(QueueDepth {
+                priority,
+                ready: active + due,
+                scheduled: later,
+            });
+        }
+        Ok(depths)
     }
 }
 
