@@ -24,9 +24,9 @@ pub mod telemetry;
 pub mod types;
 
 pub use config::Settings;
+pub use types::{Category, Evidence, FinalAnswer, RunStatus, StepRecord, StepTask};
 
 /// Lowercase hex of `bytes` (digests, tokens, fingerprints).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
-pub use types::{Category, Evidence, FinalAnswer, RunStatus, StepRecord, StepTask};

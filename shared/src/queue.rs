@@ -146,14 +146,18 @@ pub const STEP_TASK_MAX_ATTEMPTS: i32 = 3;
 /// (JSON, apalis's codec). Every other column takes its default, as in
 /// apalis's own insert, except `priority` and `max_attempts`.
 pub fn step_job(step: &StepTask) -> (String, Vec<u8>) {
-    let args = serde_json::to_vec(step).expect("a StepTask always serialises");
-    (ulid::Ulid::generate().to_string(), args)
+    (ulid::Ulid::generate().to_string(), step_args(step))
+}
+
+/// A step task's bytes on either broker: JSON, the codec both apalis
+/// backends decode with.
+fn step_args(step: &StepTask) -> Vec<u8> {
+    serde_json::to_vec(step).expect("a StepTask always serialises")
 }
 
 /// Builds the apalis task for `step`, to run no earlier than `run_at`.
 pub fn step_task(step: &StepTask, priority: i32, run_at: Option<DateTime<Utc>>) -> PgTask {
-    let args = serde_json::to_vec(step).expect("a StepTask always serialises");
-    let mut builder = TaskBuilder::new(args)
+    let mut builder = TaskBuilder::new(step_args(step))
         .priority(priority.max(0) as usize)
         .max_attempts(STEP_TASK_MAX_ATTEMPTS as usize);
     if let Some(at) = run_at {

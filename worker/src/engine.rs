@@ -6,9 +6,9 @@
 //! 2. **rebuild** the state from the journal (`run_steps`);
 //! 3. **decide** (reasoner) and **act** (tool, audited and timed out), or
 //!    **verify** a final answer and route it;
-//! 4. **commit** checkpoint + run update + tool audit + next step task in
-//!    one statement (a finishing run: result, review item and outbox row in
-//!    one transaction), fenced by the epoch.
+//! 4. **commit** checkpoint + run update + tool audit + next step task (a
+//!    finishing run: result, review item and outbox row instead) in one
+//!    statement fenced by the epoch.
 //!
 //! While the step runs, the lease is renewed every third of its TTL; if it is
 //! lost the step stops. Transient errors become a durable retry (attempt
@@ -541,12 +541,10 @@ impl Engine {
         };
         let audit =
             steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
-        let result = self.tools.call(&ctx, tool, input).await;
-        let ok = result.is_ok();
-        match result {
-            Ok(observation) => Ok((observation, Some((audit, ok)))),
+        match self.tools.call(&ctx, tool, input).await {
+            Ok(observation) => Ok((observation, Some((audit, true)))),
             Err(ToolError::Invalid(msg) | ToolError::Failed(msg)) => {
-                Ok((json!({"error": msg}), Some((audit, ok))))
+                Ok((json!({"error": msg}), Some((audit, false))))
             }
             Err(ToolError::Transient(msg)) => {
                 steps::tool_finished(&self.pool, audit, false).await?;

@@ -155,9 +155,7 @@ impl RedisBroker {
         }
         Ok(missing.len())
     }
-}
 
-impl RedisBroker {
     /// Waiting step tasks of the live and the bulk queue, for the queue-depth
     /// gauge: `ready` is the active list plus scheduled tasks already due
     /// (apalis-redis parks new tasks in the scheduled set until a fetch
@@ -184,8 +182,7 @@ impl RedisBroker {
 }
 
 fn task(p: &Pending) -> RedisTask {
-    let args = serde_json::to_vec(&p.step).expect("a StepTask always serialises");
-    let mut builder = TaskBuilder::new(args)
+    let mut builder = TaskBuilder::new(super::step_args(&p.step))
         .idempotency_key(p.step.key())
         .max_attempts(3);
     if let Some(at) = p.run_at {

@@ -8,8 +8,9 @@
 //! The row is written by the statement that commits the run's final state
 //! (`runs::commit_step`), so a finished run is never without its
 //! notification and a failed commit never notifies. Reprocessed runs are not
-//! notified: a nightly batch must not page anyone. Delivery holds no transaction open: a claim is a
-//! time-limited lock (`locked_until`), so a crashed deliverer's rows return.
+//! notified: a nightly batch must not page anyone. Delivery holds no
+//! transaction open: a claim is a time-limited lock (`locked_until`), so a
+//! crashed deliverer's rows return.
 
 use std::time::Duration;
 

@@ -283,9 +283,10 @@ pub enum CommitOutcome {
 /// transaction's `now()`, so apalis's insert trigger sends no NOTIFY for it.
 /// That is on purpose: Postgres serialises the commits of all transactions
 /// that notified (a global lock held through the WAL flush), which capped a
-/// worker fleet at ~300 steps/s. The worker that committed has a free slot
-/// and fetches right away instead (see the worker's runtime); other workers
-/// find the task by polling. First steps (ingest) still notify.
+/// worker fleet at ~300 steps/s. The worker that committed takes a live
+/// run's next task itself ([`CommitOutcome::Committed`]) and otherwise
+/// wakes its own consumer, which has a free slot (see the worker's runtime);
+/// other workers find the task by polling. First steps (ingest) still notify.
 const CHECKPOINT_SQL: &str = "
 WITH r AS (
     UPDATE analysis_runs
@@ -345,7 +346,6 @@ pub async fn commit_step(
     let push = matches!(next, Next::Continue);
     let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
     let (job_id, job) = queue::step_job(&next_step);
-    let job_id_sql = job_id.clone();
     let (status, result, category, confidence, review_reason) = match next {
         Next::Continue => (RunStatus::Queued, None, None, None, None),
         Next::Finish(f) => (
@@ -391,7 +391,7 @@ pub async fn commit_step(
         .bind(cp.tool_audit.map(|(id, _)| id))
         .bind(cp.tool_audit.is_some_and(|(_, ok)| ok))
         .bind(push_in_sql)
-        .bind(job_id_sql)
+        .bind(&job_id)
         .bind(queue::STEP_QUEUE)
         .bind(job)
         .bind(queue::STEP_TASK_MAX_ATTEMPTS)
