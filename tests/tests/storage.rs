@@ -54,7 +54,7 @@ async fn a_superseded_lease_can_write_nothing() {
         iteration: 1,
         attempt: 0,
     };
-    let claimed = runs::claim(&db.pool, &first, "stale", ttl, None)
+    let claimed = runs::claim(&db.pool, &first, "stale", ttl)
         .await
         .unwrap()
         .expect("claimed");
@@ -66,7 +66,7 @@ async fn a_superseded_lease_can_write_nothing() {
     assert!(claimed.journal.is_empty());
     let stale = claimed.lease;
     assert!(
-        runs::claim(&db.pool, &first, "other", ttl, None)
+        runs::claim(&db.pool, &first, "other", ttl)
             .await
             .unwrap()
             .is_none(),
@@ -93,13 +93,13 @@ async fn a_superseded_lease_can_write_nothing() {
         attempt: 1,
     };
     assert!(
-        runs::claim(&db.pool, &first, "other", ttl, None)
+        runs::claim(&db.pool, &first, "other", ttl)
             .await
             .unwrap()
             .is_none(),
         "the old attempt's task is stale"
     );
-    let fresh = runs::claim(&db.pool, &retry, "fresh", ttl, None)
+    let fresh = runs::claim(&db.pool, &retry, "fresh", ttl)
         .await
         .unwrap()
         .expect("retry claimed")
@@ -119,7 +119,7 @@ async fn a_superseded_lease_can_write_nothing() {
         tool_audit: None,
     };
     assert_eq!(
-        runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue)
+        runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue, None)
             .await
             .unwrap(),
         CommitOutcome::Fenced
@@ -135,16 +135,14 @@ async fn a_superseded_lease_can_write_nothing() {
     assert!(steps::list(&db.pool, run).await.unwrap().is_empty());
 
     // The current holder commits, once.
-    let CommitOutcome::Committed {
-        next_task: Some(next_task),
-    } = runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
-        .await
-        .unwrap()
-    else {
-        panic!("committed, with the next task's id")
-    };
     assert_eq!(
-        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue)
+        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue, None)
+            .await
+            .unwrap(),
+        CommitOutcome::Committed { kept: None }
+    );
+    assert_eq!(
+        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue, None)
             .await
             .unwrap(),
         CommitOutcome::Fenced
@@ -158,34 +156,23 @@ async fn a_superseded_lease_can_write_nothing() {
         ("queued", 1, 0)
     );
     // Exactly one task is queued for iteration 2.
-    let next: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE status = 'Pending' AND convert_from(job, 'UTF8')::jsonb @> $1")
-        .bind(json!({"run_id": run, "iteration": 2}))
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(next, 1);
+    assert_eq!(queued_tasks(&db, run, 2).await, 1);
 
-    // The worker continues the run itself: the next claim takes the queued
-    // task (so nobody else fetches it) and carries the journal; its
-    // checkpoint closes the tool's audit row and stores the failure text.
+    // The next claim carries the journal; its checkpoint closes the tool's
+    // audit row, stores the failure text, and keeps the run: the lease of
+    // iteration 3 is the worker's at once, and nothing is queued for it.
     let second = StepTask {
         run_id: run,
         iteration: 2,
         attempt: 0,
     };
-    let claimed = runs::claim(&db.pool, &second, "fresh", ttl, Some(&next_task))
+    let claimed = runs::claim(&db.pool, &second, "fresh", ttl)
         .await
         .unwrap()
         .expect("second iteration claimed");
     assert_eq!(claimed.journal.len(), 1);
     assert_eq!(claimed.journal[0].worker_id, "fresh");
     assert_eq!(claimed.journal[0].observation, rec.observation);
-    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE id = $1")
-        .bind(&next_task)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(queued, 0, "the claim took the queued task");
     let audit = steps::tool_started(&db.pool, run, 2, "log_excerpt", "fresh")
         .await
         .unwrap();
@@ -196,12 +183,71 @@ async fn a_superseded_lease_can_write_nothing() {
         failure_text: Some("java.lang.outofmemoryerror: java heap space".into()),
         ..cp("fresh")
     };
-    assert!(matches!(
-        runs::commit_step(&db.pool, &claimed.lease, &cp2, &Next::Continue)
+    let CommitOutcome::Committed { kept: Some(kept) } =
+        runs::commit_step(&db.pool, &claimed.lease, &cp2, &Next::Continue, Some(ttl))
             .await
-            .unwrap(),
-        CommitOutcome::Committed { next_task: Some(_) }
-    ));
+            .unwrap()
+    else {
+        panic!("committed, keeping the run")
+    };
+    assert_eq!(
+        (kept.owner.as_str(), kept.epoch),
+        ("fresh", claimed.lease.epoch + 1)
+    );
+    let run_row = runs::get(&db.pool, run).await.unwrap().unwrap();
+    assert_eq!((run_row.status.as_str(), run_row.iteration), ("running", 2));
+    assert!(
+        run_row
+            .lease_expires_at
+            .is_some_and(|t| t > chrono::Utc::now())
+    );
+    assert_eq!(queued_tasks(&db, run, 3).await, 0);
+    // The kept lease is the only one that writes: the step's own is spent,
+    // and a task for iteration 3 (a reconciled one, say) cannot be claimed.
+    let third = StepTask {
+        run_id: run,
+        iteration: 3,
+        attempt: 0,
+    };
+    assert!(
+        runs::claim(&db.pool, &third, "other", ttl)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let rec3 = record(3);
+    assert_eq!(
+        runs::commit_step(
+            &db.pool,
+            &claimed.lease,
+            &Checkpoint {
+                record: &rec3,
+                ..cp("fresh")
+            },
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
+        CommitOutcome::Fenced
+    );
+    assert!(runs::renew_lease(&db.pool, &kept, ttl).await.unwrap());
+    assert_eq!(
+        runs::commit_step(
+            &db.pool,
+            &kept,
+            &Checkpoint {
+                record: &rec3,
+                ..cp("fresh")
+            },
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
+        CommitOutcome::Committed { kept: None }
+    );
+    assert_eq!(queued_tasks(&db, run, 4).await, 1);
     let (finished, ok): (bool, Option<bool>) =
         sqlx::query_as("SELECT finished_at IS NOT NULL, ok FROM tool_invocations WHERE id = $1")
             .bind(audit)
@@ -320,4 +366,13 @@ async fn the_request_window_admits_only_the_configured_rate() {
             .is_some(),
         "an expired slot is free"
     );
+}
+
+/// Pending queue rows of the run's step task for `iteration`.
+async fn queued_tasks(db: &TestDb, run: uuid::Uuid, iteration: i32) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE status = 'Pending' AND convert_from(job, 'UTF8')::jsonb @> $1")
+        .bind(json!({"run_id": run, "iteration": iteration}))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
 }

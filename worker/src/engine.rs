@@ -49,12 +49,9 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
     /// The iteration was committed; `finished` when the run reached a terminal state.
-    /// `next_task`: the queued task of the next iteration, when this worker
-    /// may continue the run itself (see [`Engine::run_task`]).
     Committed {
         iteration: i32,
         finished: Option<RunStatus>,
-        next_task: Option<String>,
     },
     /// The task no longer matched the run (already done, superseded, or held).
     Stale,
@@ -66,6 +63,29 @@ pub enum StepOutcome {
     DeadLettered,
     /// Shutdown: the lease was handed back and the step re-queued.
     Released,
+}
+
+/// A run whose lease this worker holds, with what its next step starts
+/// from: claimed from the queue, or kept by the previous step's commit.
+struct Held {
+    lease: Lease,
+    run: runs::RunRow,
+    /// `None` if the run's event is gone (a permanent error for the step).
+    event: Option<events::EventRow>,
+    journal: Vec<StepRecord>,
+    attempt: i32,
+}
+
+impl Held {
+    fn claimed(claim: runs::Claim, attempt: i32) -> Self {
+        Held {
+            lease: claim.lease,
+            run: claim.run,
+            event: claim.event,
+            journal: claim.journal.iter().map(|s| s.record()).collect(),
+            attempt,
+        }
+    }
 }
 
 impl StepOutcome {
@@ -127,90 +147,82 @@ impl Engine {
     }
 
     /// Executes a step task, then, while the run goes on, its next steps in
-    /// the same slot: a live run's next task (Postgres broker) is taken by
-    /// the worker that queued it, skipping the queue's fetch and ack. Each
-    /// step is still claimed, fenced and checkpointed on its own, so a crash
-    /// between steps leaves the queued task for any worker, and one during a
-    /// step is recovered by the lease. Bulk runs go back to the queue after
-    /// every step so that live work overtakes them; shutdown stops the chain.
+    /// the same slot: a live run's commit keeps the lease of its next
+    /// iteration ([`runs::commit_step`] with `keep`), so the next step needs
+    /// no queue round trip and no claim. Each step is still fenced and
+    /// checkpointed on its own; a crash between steps is a crash while
+    /// holding the lease, recovered when it expires. Bulk runs go back to
+    /// the queue after every step so that live work overtakes them; on
+    /// shutdown a kept run is released (re-queued) instead.
     pub async fn run_task(&self, task: StepTask) -> anyhow::Result<StepOutcome> {
-        let mut task = task;
-        let mut take: Option<String> = None;
-        loop {
-            let outcome = self.run_step(task, take.as_deref()).await?;
-            match &outcome {
-                StepOutcome::Committed {
-                    iteration,
-                    finished: None,
-                    next_task: Some(next),
-                } if !*self.shutdown.borrow() => {
-                    task = StepTask {
-                        run_id: task.run_id,
-                        iteration: iteration + 1,
-                        attempt: 0,
-                    };
-                    take = Some(next.clone());
-                }
-                _ => return Ok(outcome),
-            }
-        }
-    }
-
-    /// Executes one step task end to end (see the module doc); `take` is
-    /// its queue row when this worker queued it ([`runs::claim`]). A claimed
-    /// step runs in a `step` span whose parent is the run's ingest span, so
-    /// every step of an analysis, on whichever worker, is in one trace.
-    pub async fn run_step(
-        &self,
-        task: StepTask,
-        take: Option<&str>,
-    ) -> anyhow::Result<StepOutcome> {
         let started = Instant::now();
         let ttl = self.settings.lease_ttl;
-        let Some(claim) = runs::claim(&self.pool, &task, &self.worker_id, ttl, take).await? else {
+        let Some(claim) = runs::claim(&self.pool, &task, &self.worker_id, ttl).await? else {
             metrics::step("stale", started.elapsed());
             return Ok(StepOutcome::Stale);
         };
-        let span = tracing::info_span!("step", run_id = %task.run_id, iteration = task.iteration,
-            attempt = task.attempt, worker = %self.worker_id,
-            category = tracing::field::Empty, outcome = tracing::field::Empty);
-        telemetry::set_parent(&span, claim.run.traceparent.as_deref());
-        let outcome = self
-            .run_claimed(&task, claim)
-            .instrument(span.clone())
-            .await;
-        let label = outcome.as_ref().map_or("error", StepOutcome::label);
-        span.record("outcome", label);
-        metrics::step(label, started.elapsed());
-        outcome
+        let mut held = Held::claimed(claim, task.attempt);
+        let mut started = started;
+        loop {
+            let (outcome, next) = self.run_step(held, started).await?;
+            let Some(next) = next else {
+                return Ok(outcome);
+            };
+            if *self.shutdown.borrow() {
+                runs::release(&self.pool, &next.lease).await?;
+                return Ok(outcome);
+            }
+            held = next;
+            started = Instant::now();
+        }
     }
 
-    async fn run_claimed(
+    /// Executes one held step (see the module doc) in a `step` span whose
+    /// parent is the run's ingest span, so every step of an analysis, on
+    /// whichever worker, is in one trace. Returns the next step when the
+    /// commit kept the run.
+    async fn run_step(
         &self,
-        task: &StepTask,
-        claim: runs::Claim,
-    ) -> anyhow::Result<StepOutcome> {
-        let lease = claim.lease.clone();
+        held: Held,
+        started: Instant,
+    ) -> anyhow::Result<(StepOutcome, Option<Held>)> {
+        let span = tracing::info_span!("step", run_id = %held.run.id, iteration = held.run.iteration + 1,
+            attempt = held.attempt, worker = %self.worker_id,
+            category = tracing::field::Empty, outcome = tracing::field::Empty);
+        telemetry::set_parent(&span, held.run.traceparent.as_deref());
+        let result = self.run_held(held, started).instrument(span.clone()).await;
+        let label = result.as_ref().map_or("error", |(o, _)| o.label());
+        span.record("outcome", label);
+        metrics::step(label, started.elapsed());
+        result
+    }
+
+    async fn run_held(
+        &self,
+        held: Held,
+        started: Instant,
+    ) -> anyhow::Result<(StepOutcome, Option<Held>)> {
+        let lease = held.lease.clone();
         let ttl = self.settings.lease_ttl;
-        let started = Instant::now();
         let (lost_tx, mut lost_rx) = watch::channel(false);
         let keeper = tokio::spawn(keep_lease(self.pool.clone(), lease.clone(), ttl, lost_tx));
         let mut shutdown = self.shutdown.clone();
         let grace = self.settings.shutdown_grace;
 
         let outcome = tokio::select! {
-            result = self.execute(&claim, task.attempt, started) => match result {
-                Ok(outcome) => outcome,
-                Err(StepError::Transient(msg)) => self.fail(&lease, &msg, true).await?,
-                Err(StepError::Permanent(msg)) => self.fail(&lease, &msg, false).await?,
+            result = self.execute(held, started) => match result {
+                Ok(done) => done,
+                Err(StepError::Transient(msg)) => (self.fail(&lease, &msg, true).await?, None),
+                Err(StepError::Permanent(msg)) => (self.fail(&lease, &msg, false).await?, None),
             },
             _ = async { let _ = lost_rx.wait_for(|lost| *lost).await; } => {
                 warn!("lease lost mid-step; abandoning the iteration");
-                StepOutcome::Fenced
+                (StepOutcome::Fenced, None)
             }
             _ = async { let _ = shutdown.wait_for(|s| *s).await; tokio::time::sleep(grace).await } => {
                 warn!("shutdown grace period over; releasing the step");
-                if runs::release(&self.pool, &lease).await? { StepOutcome::Released } else { StepOutcome::Fenced }
+                let released = runs::release(&self.pool, &lease).await?;
+                (if released { StepOutcome::Released } else { StepOutcome::Fenced }, None)
             }
         };
         keeper.abort();
@@ -234,26 +246,31 @@ impl Engine {
         )
     }
 
-    /// Rebuilds the state, runs one iteration and commits it.
+    /// Rebuilds the state, runs one iteration and commits it; a live run
+    /// that goes on comes back as the next held step.
     async fn execute(
         &self,
-        claim: &runs::Claim,
-        attempt: i32,
+        held: Held,
         started: Instant,
-    ) -> Result<StepOutcome, StepError> {
-        let (lease, run) = (&claim.lease, &claim.run);
-        let event = claim.event.clone().ok_or_else(|| {
+    ) -> Result<(StepOutcome, Option<Held>), StepError> {
+        let Held {
+            lease,
+            run,
+            event,
+            mut journal,
+            attempt,
+        } = held;
+        let event = event.ok_or_else(|| {
             StepError::Permanent(format!(
                 "event {} of run {} is missing",
                 run.event_id, run.id
             ))
         })?;
         let event = if run.iteration == 0 {
-            self.ensure_log(lease, event).await?
+            self.ensure_log(&lease, event).await?
         } else {
             event
         };
-        let journal: Vec<StepRecord> = claim.journal.iter().map(|s| s.record()).collect();
         let iteration = run.iteration + 1;
         if journal.len() as i32 != run.iteration {
             return Err(StepError::Permanent(format!(
@@ -303,7 +320,7 @@ impl Engine {
             } => {
                 let tool_started = Instant::now();
                 let (observation, audit) =
-                    self.act(run, iteration, &journal, &tool, &input).await?;
+                    self.act(&run, iteration, &journal, &tool, &input).await?;
                 tool_ms = tool_started.elapsed().as_millis() as i32;
                 tool_audit = audit;
                 if let Some(fp) = observation["fingerprint"]
@@ -433,22 +450,41 @@ impl Engine {
             Next::Finish(f) => Some(f.status),
             Next::Continue => None,
         };
-        match runs::commit_step(&self.pool, lease, &cp, &next).await? {
-            CommitOutcome::Committed { next_task } => {
+        // Live runs go on in this slot; bulk runs go back to the queue.
+        let keep = (run.priority >= queue::PRIORITY_LIVE && !*self.shutdown.borrow())
+            .then_some(self.settings.lease_ttl);
+        match runs::commit_step(&self.pool, &lease, &cp, &next, keep).await? {
+            CommitOutcome::Committed { kept } => {
                 info!(action = %record.action, ?finished, "iteration committed");
                 if let Next::Finish(f) = &next {
                     tracing::Span::current().record("category", f.category.as_str());
                     metrics::analysis_finished(f.status.as_str(), &f.category);
                 }
-                Ok(StepOutcome::Committed {
-                    iteration,
-                    finished,
-                    next_task: next_task.filter(|_| run.priority >= queue::PRIORITY_LIVE),
-                })
+                let next = kept.map(|lease| {
+                    journal.push(record);
+                    Held {
+                        run: runs::RunRow {
+                            iteration,
+                            lease_epoch: lease.epoch,
+                            ..run
+                        },
+                        lease,
+                        event: Some(event),
+                        journal,
+                        attempt: 0,
+                    }
+                });
+                Ok((
+                    StepOutcome::Committed {
+                        iteration,
+                        finished,
+                    },
+                    next,
+                ))
             }
             CommitOutcome::Fenced => {
                 warn!("commit fenced: another worker holds this run now");
-                Ok(StepOutcome::Fenced)
+                Ok((StepOutcome::Fenced, None))
             }
         }
     }

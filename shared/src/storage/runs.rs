@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! queued ──claim──> running ──commit──> queued (next step pushed) ──> …
-//!    ^                 │  └───commit──> completed | needs_review (+ review item)
+//!    ^                 │ ↺ commit, kept: the worker goes on under the next iteration's lease
+//!    │                 │  └───commit──> completed | needs_review (+ review item)
 //!    │                 ├──transient error──> retry_wait ──(task at next_attempt_at)──> claim
 //!    │                 ├──permanent error / attempts exhausted──> failed (+ review item)
 //!    └──release (SIGTERM) / reconcile (lease expired: the attempt counts)
@@ -155,18 +156,11 @@ struct ClaimRow {
 /// iteration and attempt, bumping the epoch, and reads the run's event and
 /// journal in the same round trip. `None` means the task is stale (already
 /// executed, superseded by a retry, or the run is held or finished).
-///
-/// `take` is the id of the task's queue row when the worker that committed
-/// the previous step continues the run itself: a successful claim removes
-/// that row while nobody has fetched it yet, so no other worker fetches a
-/// task that is already running. If another worker did fetch it, its claim
-/// finds the run taken and drops it.
 pub async fn claim(
     pool: &PgPool,
     task: &StepTask,
     owner: &str,
     ttl: Duration,
-    take: Option<&str>,
 ) -> sqlx::Result<Option<Claim>> {
     let row: Option<ClaimRow> = sqlx::query_as(AssertSqlSafe(format!(
         "WITH c AS (
@@ -176,10 +170,7 @@ pub async fn claim(
                  started_at = coalesce(started_at, now()), updated_at = now()
              WHERE id = $1 AND iteration = $2 - 1 AND attempts = $3
                AND status IN ('queued', 'retry_wait')
-             RETURNING {RUN_COLUMNS}),
-         taken AS (
-             DELETE FROM apalis.jobs
-             WHERE id = $6 AND status = 'Pending' AND EXISTS (SELECT 1 FROM c))
+             RETURNING {RUN_COLUMNS})
          SELECT c.*,
              (SELECT to_jsonb(e) FROM (SELECT {EVENT_COLUMNS} FROM failure_events
                                        WHERE id = c.event_id) e) AS event,
@@ -192,7 +183,6 @@ pub async fn claim(
     .bind(task.attempt)
     .bind(owner)
     .bind(ttl.as_secs_f64())
-    .bind(take)
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|r| Claim {
@@ -261,37 +251,48 @@ pub struct Checkpoint<'a> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {
-    /// With the Postgres broker and another iteration to go, `next_task`
-    /// is the id of the queued task of that iteration: the committing
-    /// worker may take it itself ([`claim`] with `take`).
-    Committed { next_task: Option<String> },
+    /// Committed. `kept`: the lease of the next iteration, when the commit
+    /// kept the run for its worker ([`commit_step`] with `keep`).
+    Committed { kept: Option<Lease> },
     /// The lease was lost: nothing was written.
     Fenced,
 }
 
 /// The checkpoint of one iteration as one statement, fenced by the lease:
 /// the run update, the journal row, the failure text (once per run), the
-/// tool audit row closed, and with the Postgres broker the next step task
-/// (its `apalis.jobs` row, see [`queue::step_job`]); for a finishing run
-/// instead its review item (when it goes to review), its outbox row (live
-/// runs) and the notification on [`FINISHED_CHANNEL`]. A fenced run updates
-/// nothing, so the inserts that select from `r` insert nothing; a second
-/// journal row for the iteration fails the whole statement (I2). The audit
-/// row is closed even when fenced: the tool did run.
+/// tool audit row closed, and the way on:
 ///
-/// The next task is due from `clock_timestamp()`, a moment after this
+/// - **kept** (`$38`): the committing worker continues the run at once, so
+///   the same update takes the lease of the next iteration (epoch + 1, new
+///   expiry) and nothing is queued: no queue row to write, fetch, ack and
+///   delete, no claim statement. If the worker dies before its next commit,
+///   the lease expires and the reconciler queues the step, as for a crash
+///   mid-step.
+/// - **queued**: with the Postgres broker the next step task (its
+///   `apalis.jobs` row, see [`queue::step_job`]); with Redis it is pushed
+///   after the commit.
+/// - **finished**: its review item (when it goes to review), its outbox row
+///   (live runs) and the notification on [`FINISHED_CHANNEL`].
+///
+/// A fenced run updates nothing, so the inserts that select from `r` insert
+/// nothing; a second journal row for the iteration fails the whole
+/// statement (I2). The audit row is closed even when fenced: the tool did
+/// run.
+///
+/// A queued task is due from `clock_timestamp()`, a moment after this
 /// transaction's `now()`, so apalis's insert trigger sends no NOTIFY for it.
 /// That is on purpose: Postgres serialises the commits of all transactions
 /// that notified (a global lock held through the WAL flush), which capped a
-/// worker fleet at ~300 steps/s. The worker that committed takes a live
-/// run's next task itself ([`CommitOutcome::Committed`]) and otherwise
-/// wakes its own consumer, which has a free slot (see the worker's runtime);
-/// other workers find the task by polling. First steps (ingest) still notify.
+/// worker fleet at ~300 steps/s. The committing worker wakes its own
+/// consumer, which has a free slot (see the worker's runtime); other
+/// workers find the task by polling. First steps (ingest) still notify.
 const CHECKPOINT_SQL: &str = "
 WITH r AS (
     UPDATE analysis_runs
     SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
-        lease_owner = NULL, lease_expires_at = NULL, next_attempt_at = now(),
+        lease_owner = CASE WHEN $38 THEN lease_owner END,
+        lease_expires_at = CASE WHEN $38 THEN now() + make_interval(secs => $39) END,
+        lease_epoch = lease_epoch + CASE WHEN $38 THEN 1 ELSE 0 END, next_attempt_at = now(),
         fingerprint = coalesce($6, fingerprint),
         result = coalesce($7, result), category = coalesce($8, category),
         confidence = coalesce($9, confidence),
@@ -299,7 +300,7 @@ WITH r AS (
         finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
     WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
       AND status = 'running'
-    RETURNING id, priority, status, reprocess_batch
+    RETURNING id, priority, status, reprocess_batch, lease_epoch
 ), s AS (
     INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
                            attempt, lease_epoch, worker_id, tool_ms, step_ms,
@@ -326,27 +327,31 @@ WITH r AS (
     WHERE $10 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
     ON CONFLICT (run_id) DO NOTHING
 )
-SELECT priority, CASE WHEN $10 THEN pg_notify($37, r.id::text)::text END FROM r";
+SELECT priority, lease_epoch, CASE WHEN $10 THEN pg_notify($37, r.id::text)::text END FROM r";
 
-/// running -> queued (next step pushed) or a terminal state, together with
-/// the iteration's checkpoint, any review item and the run's notification
+/// running -> running (next iteration's lease kept, when `keep` gives its
+/// TTL), queued (next step pushed) or a terminal state, together with the
+/// iteration's checkpoint, any review item and the run's notification
 /// (outbox), atomically and fenced by the lease epoch: one statement,
-/// [`CHECKPOINT_SQL`].
+/// [`CHECKPOINT_SQL`]. `keep` only applies to [`Next::Continue`].
 pub async fn commit_step(
     pool: &PgPool,
     lease: &Lease,
     cp: &Checkpoint<'_>,
     next: &Next,
+    keep: Option<Duration>,
 ) -> sqlx::Result<CommitOutcome> {
     let next_step = StepTask {
         run_id: lease.run_id,
         iteration: cp.record.iteration + 1,
         attempt: 0,
     };
-    let push = matches!(next, Next::Continue);
+    let keep = keep.filter(|_| matches!(next, Next::Continue));
+    let push = matches!(next, Next::Continue) && keep.is_none();
     let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
     let (job_id, job) = queue::step_job(&next_step);
     let (status, result, category, confidence, review_reason) = match next {
+        Next::Continue if keep.is_some() => (RunStatus::Running, None, None, None, None),
         Next::Continue => (RunStatus::Queued, None, None, None, None),
         Next::Finish(f) => (
             f.status,
@@ -357,7 +362,7 @@ pub async fn commit_step(
         ),
     };
     let r = cp.record;
-    let committed: Option<(i32, Option<String>)> = sqlx::query_as(CHECKPOINT_SQL)
+    let committed: Option<(i32, i64, Option<String>)> = sqlx::query_as(CHECKPOINT_SQL)
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.epoch)
@@ -399,9 +404,11 @@ pub async fn commit_step(
         .bind(review_reason)
         .bind(Uuid::now_v7())
         .bind(FINISHED_CHANNEL)
+        .bind(keep.is_some())
+        .bind(keep.unwrap_or_default().as_secs_f64())
         .fetch_optional(pool)
         .await?;
-    let Some((priority, _)) = committed else {
+    let Some((priority, epoch, _)) = committed else {
         return Ok(CommitOutcome::Fenced);
     };
     if push {
@@ -414,7 +421,11 @@ pub async fn commit_step(
         after.flush().await;
     }
     Ok(CommitOutcome::Committed {
-        next_task: push_in_sql.then_some(job_id),
+        kept: keep.map(|_| Lease {
+            run_id: lease.run_id,
+            owner: lease.owner.clone(),
+            epoch,
+        }),
     })
 }
 

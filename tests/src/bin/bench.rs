@@ -316,7 +316,7 @@ async fn commit_latency(
                     }
                     for iteration in 1..=per_run as i32 {
                         let task = StepTask { run_id: run_ids[i], iteration, attempt: 0 };
-                        let lease = runs::claim(&pool, &task, "bench", Duration::from_secs(30), None).await?.context("claim")?.lease;
+                        let lease = runs::claim(&pool, &task, "bench", Duration::from_secs(30)).await?.context("claim")?.lease;
                         let record = StepRecord {
                             iteration,
                             thought: "bench".into(),
@@ -328,7 +328,7 @@ async fn commit_latency(
                         };
                         let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None, tool_audit: None };
                         let t = Instant::now();
-                        runs::commit_step(&pool, &lease, &cp, &Next::Continue).await?;
+                        runs::commit_step(&pool, &lease, &cp, &Next::Continue, None).await?;
                         samples.push(t.elapsed().as_secs_f64() * 1000.0);
                     }
                 }
