@@ -6,11 +6,13 @@
 //! 2. **rebuild** the state from the journal (`run_steps`);
 //! 3. **decide** (reasoner) and **act** (tool, audited and timed out), or
 //!    **verify** a final answer and route it;
-//! 4. **commit** checkpoint + run update + tool audit + next step task (a
-//!    finishing run: result, review item and outbox row instead) in one
-//!    statement fenced by the epoch.
+//! 4. **commit** checkpoint + run update + tool audit + the way on in one
+//!    statement fenced by the epoch: a live run keeps the next iteration's
+//!    lease and goes on in the same slot from step 3 (no queue, no claim); a
+//!    bulk run queues its next step task; a finishing run writes its result,
+//!    review item and outbox row.
 //!
-//! While the step runs, the lease is renewed every third of its TTL; if it is
+//! While a step runs, the lease is renewed every third of its TTL; if it is
 //! lost the step stops. Transient errors become a durable retry (attempt
 //! count and next attempt time in Postgres); permanent ones dead-letter the
 //! run into the review queue.

@@ -54,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("BENCH_MODE").as_deref() != Ok("one") {
         return matrix::run().await;
     }
-    let runs = env_or("BENCH_RUNS", 600);
+    let runs = env_or("BENCH_RUNS", 2000);
     let workers = env_or("BENCH_WORKERS", 2);
     let concurrency = env_or("BENCH_CONCURRENCY", 16);
     let commits = env_or("BENCH_COMMITS", 3000);
