@@ -7,7 +7,7 @@ use faultline_shared::{
     StepRecord, StepTask,
     storage::{
         events::{self, NewEvent, RunLimits},
-        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Next},
+        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Next, ToolAudit},
         steps,
     },
 };
@@ -179,7 +179,10 @@ async fn a_superseded_lease_can_write_nothing() {
     let rec2 = record(2);
     let cp2 = Checkpoint {
         record: &rec2,
-        tool_audit: Some((audit, true)),
+        tool_audit: Some(ToolAudit::Opened {
+            id: audit,
+            ok: true,
+        }),
         failure_text: Some("java.lang.outofmemoryerror: java heap space".into()),
         ..cp("fresh")
     };
@@ -216,20 +219,34 @@ async fn a_superseded_lease_can_write_nothing() {
             .is_none()
     );
     let rec3 = record(3);
+    // A fenced commit writes nothing of the step, but a local tool's call
+    // is audited all the same: it did run.
+    let local = Checkpoint {
+        record: &rec3,
+        tool_ms: 40,
+        tool_audit: Some(ToolAudit::Local {
+            tool: "search_knowledge",
+            ok: true,
+        }),
+        ..cp("fresh")
+    };
     assert_eq!(
-        runs::commit_step(
-            &db.pool,
-            &claimed.lease,
-            &Checkpoint {
-                record: &rec3,
-                ..cp("fresh")
-            },
-            &Next::Continue,
-            None
-        )
-        .await
-        .unwrap(),
+        runs::commit_step(&db.pool, &claimed.lease, &local, &Next::Continue, None)
+            .await
+            .unwrap(),
         CommitOutcome::Fenced
+    );
+    let audited: Vec<(i32, String, bool, Option<bool>)> = sqlx::query_as(
+        "SELECT iteration, tool, finished_at - started_at >= interval '40 ms', ok
+         FROM tool_invocations WHERE run_id = $1 AND tool = 'search_knowledge'",
+    )
+    .bind(run)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        audited,
+        vec![(3, "search_knowledge".to_string(), true, Some(true))]
     );
     assert!(runs::renew_lease(&db.pool, &kept, ttl).await.unwrap());
     assert_eq!(

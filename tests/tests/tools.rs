@@ -103,6 +103,24 @@ async fn only_configured_sources_offer_their_tools() {
     let described = full.describe();
     assert!(described.iter().any(|t| t["name"] == "github_blame"
         && t["parameters"]["required"] == json!(["path", "start_line"])));
+    // Only the tools that read nothing but our database are local (audited
+    // by their checkpoint); a call that leaves the process is audited
+    // before it starts, and so is a name that is no tool.
+    let local: Vec<&str> = full
+        .names()
+        .into_iter()
+        .filter(|n| full.is_local(n))
+        .collect();
+    assert_eq!(
+        local,
+        [
+            "log_excerpt",
+            "search_knowledge",
+            "similar_failures",
+            "failure_history"
+        ]
+    );
+    assert!(!full.is_local("no_such_tool"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

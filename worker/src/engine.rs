@@ -26,7 +26,10 @@ use faultline_shared::{
     FinalAnswer, Settings, StepRecord, StepTask, metrics, queue,
     storage::{
         self, events,
-        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next},
+        runs::{
+            self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next,
+            ToolAudit,
+        },
         steps,
     },
     telemetry,
@@ -436,6 +439,7 @@ impl Engine {
         };
 
         if let Some(delay) = self.settings.chaos.step_delay {
+            info!(?delay, "chaos: holding the step before its commit");
             tokio::time::sleep(delay).await;
         }
         let cp = Checkpoint {
@@ -446,7 +450,13 @@ impl Engine {
             step_ms: started.elapsed().as_millis() as i32,
             fingerprint,
             failure_text,
-            tool_audit,
+            tool_audit: tool_audit.map(|(id, ok)| match id {
+                Some(id) => ToolAudit::Opened { id, ok },
+                None => ToolAudit::Local {
+                    tool: &record.action,
+                    ok,
+                },
+            }),
         };
         let finished = match &next {
             Next::Finish(f) => Some(f.status),
@@ -553,8 +563,10 @@ impl Engine {
 
     /// Runs a tool call, or reuses the journaled result of an identical call
     /// in this run. Invalid calls become error observations for the reasoner.
-    /// Returns the observation and the call's audit row (id, success), which
-    /// the checkpoint closes; a transient failure closes it here.
+    /// Returns the observation and how the checkpoint audits the call: the
+    /// id of the row written before it (`None` for a local tool, whose row
+    /// the checkpoint writes) and whether it succeeded. A transient failure
+    /// is audited here.
     async fn act(
         &self,
         run: &runs::RunRow,
@@ -562,7 +574,7 @@ impl Engine {
         journal: &[StepRecord],
         tool: &str,
         input: &Value,
-    ) -> Result<(Value, Option<(i64, bool)>), StepError> {
+    ) -> Result<(Value, Option<(Option<i64>, bool)>), StepError> {
         if let Some(previous) = journal
             .iter()
             .find(|s| s.action == tool && &s.action_input == input)
@@ -577,15 +589,32 @@ impl Engine {
             run_id: run.id,
             event_id: run.event_id,
         };
-        let audit =
-            steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?;
+        let audit = if self.tools.is_local(tool) {
+            None
+        } else {
+            Some(steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?)
+        };
+        let started = Instant::now();
         match self.tools.call(&ctx, tool, input).await {
             Ok(observation) => Ok((observation, Some((audit, true)))),
             Err(ToolError::Invalid(msg) | ToolError::Failed(msg)) => {
                 Ok((json!({"error": msg}), Some((audit, false))))
             }
             Err(ToolError::Transient(msg)) => {
-                steps::tool_finished(&self.pool, audit, false).await?;
+                match audit {
+                    Some(id) => steps::tool_finished(&self.pool, id, false).await?,
+                    None => {
+                        steps::tool_failed_locally(
+                            &self.pool,
+                            run.id,
+                            iteration,
+                            tool,
+                            &self.worker_id,
+                            started.elapsed(),
+                        )
+                        .await?
+                    }
+                }
                 Err(StepError::Transient(msg))
             }
         }

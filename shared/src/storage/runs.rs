@@ -244,9 +244,21 @@ pub struct Checkpoint<'a> {
     /// The normalised failure text, set with the fingerprint (the error
     /// library's text tier, [`super::similar`]).
     pub failure_text: Option<String>,
-    /// The `tool_invocations` row of the iteration's tool call and whether
-    /// the call succeeded: closed by the checkpoint statement.
-    pub tool_audit: Option<(i64, bool)>,
+    /// The audit of the iteration's tool call, if a tool ran.
+    pub tool_audit: Option<ToolAudit<'a>>,
+}
+
+/// How the checkpoint statement audits the iteration's tool call in
+/// `tool_invocations`. Either way the audit is written even when the
+/// checkpoint is fenced: the tool did run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolAudit<'a> {
+    /// The row written before the call ([`super::steps::tool_started`]) is
+    /// closed (`finished_at`, `ok`).
+    Opened { id: i64, ok: bool },
+    /// A local tool's call (it reads only Faultline's database) is written
+    /// whole: started `tool_ms` before the checkpoint, finished at it.
+    Local { tool: &'a str, ok: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +272,7 @@ pub enum CommitOutcome {
 
 /// The checkpoint of one iteration as one statement, fenced by the lease:
 /// the run update, the journal row, the failure text (once per run), the
-/// tool audit row closed, and the way on:
+/// tool's audit ([`ToolAudit`]), and the way on:
 ///
 /// - **kept** (`$38`): the committing worker continues the run at once, so
 ///   the same update takes the lease of the next iteration (epoch + 1, new
@@ -276,8 +288,7 @@ pub enum CommitOutcome {
 ///
 /// A fenced run updates nothing, so the inserts that select from `r` insert
 /// nothing; a second journal row for the iteration fails the whole
-/// statement (I2). The audit row is closed even when fenced: the tool did
-/// run.
+/// statement (I2). The audit is written even when fenced: the tool did run.
 ///
 /// A queued task is due from `clock_timestamp()`, a moment after this
 /// transaction's `now()`, so apalis's insert trigger sends no NOTIFY for it.
@@ -314,6 +325,10 @@ WITH r AS (
     ON CONFLICT (run_id) DO UPDATE SET failure_text = excluded.failure_text
 ), a AS (
     UPDATE tool_invocations SET finished_at = now(), ok = $28 WHERE id = $27
+), al AS (
+    INSERT INTO tool_invocations (run_id, iteration, tool, worker_id, started_at, finished_at, ok)
+    SELECT $1, $4, $40, $21, now() - make_interval(secs => $22 / 1000.0), now(), $28
+    WHERE $40::text IS NOT NULL
 ), j AS (
     INSERT INTO apalis.jobs (id, job_type, job, max_attempts, priority, run_at)
     SELECT $30, $31, $32, $33, greatest(r.priority, 0), clock_timestamp() FROM r WHERE $29
@@ -393,8 +408,14 @@ pub async fn commit_step(
         })
         .bind(&r.call_id)
         .bind(&r.llm)
-        .bind(cp.tool_audit.map(|(id, _)| id))
-        .bind(cp.tool_audit.is_some_and(|(_, ok)| ok))
+        .bind(match cp.tool_audit {
+            Some(ToolAudit::Opened { id, .. }) => Some(id),
+            _ => None,
+        })
+        .bind(match cp.tool_audit {
+            Some(ToolAudit::Opened { ok, .. } | ToolAudit::Local { ok, .. }) => ok,
+            None => false,
+        })
         .bind(push_in_sql)
         .bind(&job_id)
         .bind(queue::STEP_QUEUE)
@@ -406,6 +427,10 @@ pub async fn commit_step(
         .bind(FINISHED_CHANNEL)
         .bind(keep.is_some())
         .bind(keep.unwrap_or_default().as_secs_f64())
+        .bind(match cp.tool_audit {
+            Some(ToolAudit::Local { tool, .. }) => Some(tool),
+            _ => None,
+        })
         .fetch_optional(pool)
         .await?;
     let Some((priority, epoch, _)) = committed else {

@@ -136,6 +136,30 @@ pub async fn tool_started(
     .await
 }
 
+/// Records a local tool's call that failed transiently (no checkpoint will
+/// journal it): started `elapsed` ago, finished now, not ok.
+pub async fn tool_failed_locally(
+    pool: &PgPool,
+    run_id: Uuid,
+    iteration: i32,
+    tool: &str,
+    worker: &str,
+    elapsed: std::time::Duration,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO tool_invocations (run_id, iteration, tool, worker_id, started_at, finished_at, ok)
+         VALUES ($1, $2, $3, $4, now() - make_interval(secs => $5), now(), false)",
+    )
+    .bind(run_id)
+    .bind(iteration)
+    .bind(tool)
+    .bind(worker)
+    .bind(elapsed.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Notes that a tool execution finished.
 pub async fn tool_finished(pool: &PgPool, id: i64, ok: bool) -> sqlx::Result<()> {
     sqlx::query("UPDATE tool_invocations SET finished_at = now(), ok = $2 WHERE id = $1")

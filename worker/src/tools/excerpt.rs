@@ -23,6 +23,10 @@ impl Tool for LogExcerpt {
     fn name(&self) -> &'static str {
         super::LOG_EXCERPT
     }
+
+    fn local(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines."
     }

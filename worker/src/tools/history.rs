@@ -21,6 +21,10 @@ impl Tool for FailureHistory {
     fn name(&self) -> &'static str {
         super::FAILURE_HISTORY
     }
+
+    fn local(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "History of a CI job and/or test: recent outcomes, consecutive failures, whether it is flaky \
          (passed and failed on the same commit), first seen, last passing commit. Defaults to the failing job and test."

@@ -12,6 +12,10 @@ impl Tool for SearchKnowledge {
     fn name(&self) -> &'static str {
         super::SEARCH_KNOWLEDGE
     }
+
+    fn local(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "Search the knowledge base of documented CI failure patterns (root cause and fix) by keywords."
     }

@@ -1,6 +1,7 @@
 //! The tool belt. Every tool is read-only, describes its arguments with a
-//! JSON schema, runs under a timeout, and is audited in `tool_invocations`
-//! before it executes. Results are journaled by the engine and reused from
+//! JSON schema, runs under a timeout, and is audited in `tool_invocations`:
+//! before it executes, or, for a [`Tool::local`] tool, by the checkpoint
+//! that journals it. Results are journaled by the engine and reused from
 //! the journal when the same call repeats within a run (per-run cache).
 
 mod excerpt;
@@ -85,6 +86,15 @@ impl From<sqlx::Error> for ToolError {
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
+    /// A local tool reads Faultline's own database and nothing else: no
+    /// effect outside the journal, no quota. Like a workflow engine's local
+    /// activity, its call is audited by the checkpoint statement that
+    /// journals its result (one round trip less per step), and a crash during
+    /// the call leaves nothing to account for. Every other call is audited
+    /// before it starts. Off unless a tool says so.
+    fn local(&self) -> bool {
+        false
+    }
     /// JSON schema of the arguments object.
     fn schema(&self) -> Value;
     fn call<'a>(
@@ -251,6 +261,12 @@ impl ToolBelt {
                 }
             }
         }
+    }
+
+    /// Whether `name` is a [`Tool::local`] tool of this belt (an unknown
+    /// name is not).
+    pub fn is_local(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name() == name && t.local())
     }
 
     pub fn names(&self) -> Vec<&'static str> {

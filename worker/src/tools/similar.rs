@@ -23,6 +23,10 @@ impl Tool for SimilarFailures {
     fn name(&self) -> &'static str {
         super::SIMILAR_FAILURES
     }
+
+    fn local(&self) -> bool {
+        true
+    }
     fn description(&self) -> &'static str {
         "Find past analysed failures: same normalised error fingerprint first, then similar failure text \
          (trigram / full-text). Each match has a score 0..1, the tier that found it, its category, root cause \
