@@ -188,6 +188,9 @@ async fn bench(
         "\nenqueue: {runs} runs (event + log + run + first step task) one by one in {enqueue_secs:.2} s = {:.0} runs/s",
         runs as f64 / enqueue_secs
     );
+    // Planner statistics as a running deployment has them (autovacuum
+    // analyses a table within its first minute; this database is seconds old).
+    sqlx::query("ANALYZE").execute(&pool).await?;
     children = spawn_workers()?;
     wait_all_finished(&pool).await?;
     stop(&mut children);
