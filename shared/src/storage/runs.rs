@@ -270,6 +270,78 @@ pub enum CommitOutcome {
     Fenced,
 }
 
+/// The parts of the checkpoint statement ([`checkpoint_sql`]): the run
+/// update `r` and the journal row `s` are always there.
+const CHECKPOINT_RUN: &str = "
+WITH r AS (
+    UPDATE analysis_runs
+    SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
+        lease_owner = CASE WHEN $38 THEN lease_owner END,
+        lease_expires_at = CASE WHEN $38 THEN now() + make_interval(secs => $39) END,
+        lease_epoch = lease_epoch + CASE WHEN $38 THEN 1 ELSE 0 END, next_attempt_at = now(),
+        fingerprint = coalesce($6, fingerprint),
+        result = coalesce($7, result), category = coalesce($8, category),
+        confidence = coalesce($9, confidence),
+        tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
+        finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
+    WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
+      AND status = 'running'
+    RETURNING id, priority, status, reprocess_batch, lease_epoch
+), s AS (
+    INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
+                           attempt, lease_epoch, worker_id, tool_ms, step_ms,
+                           reasoner, call_id, llm, tokens_in, tokens_out, cost_usd)
+    SELECT r.id, $4, $15, $16, $17, $18, $19, $20, $3, $21, $22, $23, $24, $25, $26,
+           $11::int, $12::int, $13
+    FROM r
+)";
+const CHECKPOINT_FAILURE_TEXT: &str = ",
+t AS (
+    INSERT INTO run_failure_texts (run_id, failure_text)
+    SELECT r.id, $14 FROM r WHERE $14::text IS NOT NULL
+    ON CONFLICT (run_id) DO UPDATE SET failure_text = excluded.failure_text
+)";
+const CHECKPOINT_AUDIT_OPENED: &str = ",
+a AS (
+    UPDATE tool_invocations SET finished_at = now(), ok = $28 WHERE id = $27
+)";
+const CHECKPOINT_AUDIT_LOCAL: &str = ",
+al AS (
+    INSERT INTO tool_invocations (run_id, iteration, tool, worker_id, started_at, finished_at, ok)
+    SELECT $1, $4, $40, $21, now() - make_interval(secs => $22 / 1000.0), now(), $28
+    WHERE $40::text IS NOT NULL
+)";
+const CHECKPOINT_PUSH: &str = ",
+j AS (
+    INSERT INTO apalis.jobs (id, job_type, job, max_attempts, priority, run_at)
+    SELECT $30, $31, $32, $33, greatest(r.priority, 0), clock_timestamp() FROM r WHERE $29
+)";
+const CHECKPOINT_REVIEW: &str = ",
+rv AS (
+    INSERT INTO review_items (id, run_id, reason, category, confidence)
+    SELECT $34, r.id, $35, $8, $9 FROM r WHERE $35::text IS NOT NULL
+    ON CONFLICT (run_id) DO NOTHING
+)";
+const CHECKPOINT_OUTBOX: &str = ",
+ob AS (
+    INSERT INTO notification_outbox (id, run_id, kind)
+    SELECT $36, r.id, r.status FROM r
+    WHERE $10 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
+    ON CONFLICT (run_id) DO NOTHING
+)";
+const CHECKPOINT_SELECT: &str = "
+SELECT priority, lease_epoch, NULL::text FROM r";
+const CHECKPOINT_SELECT_FINISHED: &str = "
+SELECT priority, lease_epoch, pg_notify($37, r.id::text)::text FROM r";
+
+/// Which optional parts a checkpoint statement has (bits of [`checkpoint_sql`]).
+const PART_FAILURE_TEXT: usize = 1;
+const PART_AUDIT_OPENED: usize = 2;
+const PART_AUDIT_LOCAL: usize = 4;
+const PART_PUSH: usize = 8;
+const PART_FINISH: usize = 16;
+const PART_REVIEW: usize = 32;
+
 /// The checkpoint of one iteration as one statement, fenced by the lease:
 /// the run update, the journal row, the failure text (once per run), the
 /// tool's audit ([`ToolAudit`]), and the way on:
@@ -297,58 +369,47 @@ pub enum CommitOutcome {
 /// worker fleet at ~300 steps/s. The committing worker wakes its own
 /// consumer, which has a free slot (see the worker's runtime); other
 /// workers find the task by polling. First steps (ingest) still notify.
-const CHECKPOINT_SQL: &str = "
-WITH r AS (
-    UPDATE analysis_runs
-    SET iteration = iteration + 1, attempts = 0, last_error = NULL, status = $5,
-        lease_owner = CASE WHEN $38 THEN lease_owner END,
-        lease_expires_at = CASE WHEN $38 THEN now() + make_interval(secs => $39) END,
-        lease_epoch = lease_epoch + CASE WHEN $38 THEN 1 ELSE 0 END, next_attempt_at = now(),
-        fingerprint = coalesce($6, fingerprint),
-        result = coalesce($7, result), category = coalesce($8, category),
-        confidence = coalesce($9, confidence),
-        tokens_in = tokens_in + $11, tokens_out = tokens_out + $12, cost_usd = cost_usd + $13,
-        finished_at = CASE WHEN $10 THEN now() END, updated_at = now()
-    WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND iteration = $4 - 1
-      AND status = 'running'
-    RETURNING id, priority, status, reprocess_batch, lease_epoch
-), s AS (
-    INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
-                           attempt, lease_epoch, worker_id, tool_ms, step_ms,
-                           reasoner, call_id, llm, tokens_in, tokens_out, cost_usd)
-    SELECT r.id, $4, $15, $16, $17, $18, $19, $20, $3, $21, $22, $23, $24, $25, $26,
-           $11::int, $12::int, $13
-    FROM r
-), t AS (
-    INSERT INTO run_failure_texts (run_id, failure_text)
-    SELECT r.id, $14 FROM r WHERE $14::text IS NOT NULL
-    ON CONFLICT (run_id) DO UPDATE SET failure_text = excluded.failure_text
-), a AS (
-    UPDATE tool_invocations SET finished_at = now(), ok = $28 WHERE id = $27
-), al AS (
-    INSERT INTO tool_invocations (run_id, iteration, tool, worker_id, started_at, finished_at, ok)
-    SELECT $1, $4, $40, $21, now() - make_interval(secs => $22 / 1000.0), now(), $28
-    WHERE $40::text IS NOT NULL
-), j AS (
-    INSERT INTO apalis.jobs (id, job_type, job, max_attempts, priority, run_at)
-    SELECT $30, $31, $32, $33, greatest(r.priority, 0), clock_timestamp() FROM r WHERE $29
-), rv AS (
-    INSERT INTO review_items (id, run_id, reason, category, confidence)
-    SELECT $34, r.id, $35, $8, $9 FROM r WHERE $35::text IS NOT NULL
-    ON CONFLICT (run_id) DO NOTHING
-), ob AS (
-    INSERT INTO notification_outbox (id, run_id, kind)
-    SELECT $36, r.id, r.status FROM r
-    WHERE $10 AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
-    ON CONFLICT (run_id) DO NOTHING
-)
-SELECT priority, lease_epoch, CASE WHEN $10 THEN pg_notify($37, r.id::text)::text END FROM r";
+///
+/// The statement is built from parts ([`PART_PUSH`], …): the others only
+/// when the iteration has something for them, so a statement never opens
+/// and locks a table (and its indexes) it writes nothing to. Every variant
+/// takes the same parameters ($1..$40) and each part keeps its own guard,
+/// so a variant differs from the full statement only by what it leaves out.
+/// Each variant is one prepared statement per connection.
+fn checkpoint_sql(parts: usize) -> &'static str {
+    static VARIANTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        (0..64)
+            .map(|parts| {
+                let mut sql = String::from(CHECKPOINT_RUN);
+                for (bit, part) in [
+                    (PART_FAILURE_TEXT, CHECKPOINT_FAILURE_TEXT),
+                    (PART_AUDIT_OPENED, CHECKPOINT_AUDIT_OPENED),
+                    (PART_AUDIT_LOCAL, CHECKPOINT_AUDIT_LOCAL),
+                    (PART_PUSH, CHECKPOINT_PUSH),
+                    (PART_REVIEW, CHECKPOINT_REVIEW),
+                    (PART_FINISH, CHECKPOINT_OUTBOX),
+                ] {
+                    if parts & bit != 0 {
+                        sql.push_str(part);
+                    }
+                }
+                sql.push_str(if parts & PART_FINISH != 0 {
+                    CHECKPOINT_SELECT_FINISHED
+                } else {
+                    CHECKPOINT_SELECT
+                });
+                sql
+            })
+            .collect()
+    });
+    &VARIANTS[parts & 63]
+}
 
 /// running -> running (next iteration's lease kept, when `keep` gives its
 /// TTL), queued (next step pushed) or a terminal state, together with the
 /// iteration's checkpoint, any review item and the run's notification
 /// (outbox), atomically and fenced by the lease epoch: one statement,
-/// [`CHECKPOINT_SQL`]. `keep` only applies to [`Next::Continue`].
+/// [`checkpoint_sql`]. `keep` only applies to [`Next::Continue`].
 pub async fn commit_step(
     pool: &PgPool,
     lease: &Lease,
@@ -377,7 +438,24 @@ pub async fn commit_step(
         ),
     };
     let r = cp.record;
-    let committed: Option<(i32, i64, Option<String>)> = sqlx::query_as(CHECKPOINT_SQL)
+    let parts = [
+        (cp.failure_text.is_some(), PART_FAILURE_TEXT),
+        (
+            matches!(cp.tool_audit, Some(ToolAudit::Opened { .. })),
+            PART_AUDIT_OPENED,
+        ),
+        (
+            matches!(cp.tool_audit, Some(ToolAudit::Local { .. })),
+            PART_AUDIT_LOCAL,
+        ),
+        (push_in_sql, PART_PUSH),
+        (status.is_terminal(), PART_FINISH),
+        (review_reason.is_some(), PART_REVIEW),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |parts, (_, bit)| parts | bit);
+    let committed: Option<(i32, i64, Option<String>)> = sqlx::query_as(checkpoint_sql(parts))
         .bind(lease.run_id)
         .bind(&lease.owner)
         .bind(lease.epoch)
