@@ -11,6 +11,11 @@
 //!   harmless: the claim only accepts the task of the run's next
 //!   (iteration, attempt), and every write is fenced by the lease epoch.
 //!
+//! Either way, a live run's next step usually needs no task at all: its
+//! checkpoint keeps the lease for the committing worker, which goes on at
+//! once ([`crate::storage::runs::commit_step`] with `keep`); tasks carry new
+//! runs, retries, released runs and bulk steps.
+//!
 //! A process has exactly one broker, chosen at start with [`install`]; the
 //! storage functions reach it through [`broker`] so the many callers of
 //! `ingest`/`commit_step` do not each thread it through.

@@ -477,6 +477,7 @@ impl Engine {
                     Held {
                         run: runs::RunRow {
                             iteration,
+                            attempts: 0,
                             lease_epoch: lease.epoch,
                             ..run
                         },
