@@ -220,14 +220,15 @@ async fn a_superseded_lease_can_write_nothing() {
     );
     let rec3 = record(3);
     // A fenced commit writes nothing of the step, but a local tool's call
-    // is audited all the same: it did run.
+    // (the journal row's action) is audited all the same: it did run.
+    let searched = StepRecord {
+        action: "search_knowledge".into(),
+        ..record(3)
+    };
     let local = Checkpoint {
-        record: &rec3,
+        record: &searched,
         tool_ms: 40,
-        tool_audit: Some(ToolAudit::Local {
-            tool: "search_knowledge",
-            ok: true,
-        }),
+        tool_audit: Some(ToolAudit::Local { ok: true }),
         ..cp("fresh")
     };
     assert_eq!(

@@ -450,13 +450,7 @@ impl Engine {
             step_ms: started.elapsed().as_millis() as i32,
             fingerprint,
             failure_text,
-            tool_audit: tool_audit.map(|(id, ok)| match id {
-                Some(id) => ToolAudit::Opened { id, ok },
-                None => ToolAudit::Local {
-                    tool: &record.action,
-                    ok,
-                },
-            }),
+            tool_audit,
         };
         let finished = match &next {
             Next::Finish(f) => Some(f.status),
@@ -564,10 +558,9 @@ impl Engine {
 
     /// Runs a tool call, or reuses the journaled result of an identical call
     /// in this run. Invalid calls become error observations for the reasoner.
-    /// Returns the observation and how the checkpoint audits the call: the
-    /// id of the row written before it (`None` for a local tool, whose row
-    /// the checkpoint writes) and whether it succeeded. A transient failure
-    /// is audited here.
+    /// Returns the observation and how the checkpoint audits the call (a
+    /// local tool's row is written by the checkpoint, any other's was written
+    /// before the call). A transient failure is audited here.
     async fn act(
         &self,
         run: &runs::RunRow,
@@ -575,7 +568,7 @@ impl Engine {
         journal: &[StepRecord],
         tool: &str,
         input: &Value,
-    ) -> Result<(Value, Option<(Option<i64>, bool)>), StepError> {
+    ) -> Result<(Value, Option<ToolAudit>), StepError> {
         if let Some(previous) = journal
             .iter()
             .find(|s| s.action == tool && &s.action_input == input)
@@ -595,11 +588,15 @@ impl Engine {
         } else {
             Some(steps::tool_started(&self.pool, run.id, iteration, tool, &self.worker_id).await?)
         };
+        let audited = |ok| match audit {
+            Some(id) => ToolAudit::Opened { id, ok },
+            None => ToolAudit::Local { ok },
+        };
         let started = Instant::now();
         match self.tools.call(&ctx, tool, input).await {
-            Ok(observation) => Ok((observation, Some((audit, true)))),
+            Ok(observation) => Ok((observation, Some(audited(true)))),
             Err(ToolError::Invalid(msg) | ToolError::Failed(msg)) => {
-                Ok((json!({"error": msg}), Some((audit, false))))
+                Ok((json!({"error": msg}), Some(audited(false))))
             }
             Err(ToolError::Transient(msg)) => {
                 match audit {

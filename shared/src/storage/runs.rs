@@ -245,20 +245,21 @@ pub struct Checkpoint<'a> {
     /// library's text tier, [`super::similar`]).
     pub failure_text: Option<String>,
     /// The audit of the iteration's tool call, if a tool ran.
-    pub tool_audit: Option<ToolAudit<'a>>,
+    pub tool_audit: Option<ToolAudit>,
 }
 
 /// How the checkpoint statement audits the iteration's tool call in
 /// `tool_invocations`. Either way the audit is written even when the
 /// checkpoint is fenced: the tool did run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolAudit<'a> {
+pub enum ToolAudit {
     /// The row written before the call ([`super::steps::tool_started`]) is
     /// closed (`finished_at`, `ok`).
     Opened { id: i64, ok: bool },
     /// A local tool's call (it reads only Faultline's database) is written
-    /// whole: started `tool_ms` before the checkpoint, finished at it.
-    Local { tool: &'a str, ok: bool },
+    /// whole: the tool is the journal row's action, started `tool_ms`
+    /// before the checkpoint, finished at it.
+    Local { ok: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,8 +309,8 @@ a AS (
 const CHECKPOINT_AUDIT_LOCAL: &str = ",
 al AS (
     INSERT INTO tool_invocations (run_id, iteration, tool, worker_id, started_at, finished_at, ok)
-    SELECT $1, $4, $40, $21, now() - make_interval(secs => $22 / 1000.0), now(), $28
-    WHERE $40::text IS NOT NULL
+    SELECT $1, $4, $16, $21, now() - make_interval(secs => $22 / 1000.0), now(), $28
+    WHERE $40
 )";
 const CHECKPOINT_PUSH: &str = ",
 j AS (
@@ -425,7 +426,8 @@ pub async fn commit_step(
     let keep = keep.filter(|_| matches!(next, Next::Continue));
     let push = matches!(next, Next::Continue) && keep.is_none();
     let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
-    let (job_id, job) = queue::step_job(&next_step);
+    // Only a queued next step needs its queue row (a fresh id and its bytes).
+    let job = push_in_sql.then(|| queue::step_job(&next_step));
     let (status, result, category, confidence, review_reason) = match next {
         Next::Continue if keep.is_some() => (RunStatus::Running, None, None, None, None),
         Next::Continue => (RunStatus::Queued, None, None, None, None),
@@ -495,9 +497,9 @@ pub async fn commit_step(
             None => false,
         })
         .bind(push_in_sql)
-        .bind(&job_id)
+        .bind(job.as_ref().map(|(id, _)| id))
         .bind(queue::STEP_QUEUE)
-        .bind(job)
+        .bind(job.as_ref().map(|(_, bytes)| bytes))
         .bind(queue::STEP_TASK_MAX_ATTEMPTS)
         .bind(Uuid::now_v7())
         .bind(review_reason)
@@ -505,10 +507,7 @@ pub async fn commit_step(
         .bind(FINISHED_CHANNEL)
         .bind(keep.is_some())
         .bind(keep.unwrap_or_default().as_secs_f64())
-        .bind(match cp.tool_audit {
-            Some(ToolAudit::Local { tool, .. }) => Some(tool),
-            _ => None,
-        })
+        .bind(matches!(cp.tool_audit, Some(ToolAudit::Local { .. })))
         .fetch_optional(pool)
         .await?;
     let Some((priority, epoch, _)) = committed else {

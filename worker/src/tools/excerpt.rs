@@ -23,7 +23,6 @@ impl Tool for LogExcerpt {
     fn name(&self) -> &'static str {
         super::LOG_EXCERPT
     }
-
     fn local(&self) -> bool {
         true
     }

@@ -21,7 +21,6 @@ impl Tool for FailureHistory {
     fn name(&self) -> &'static str {
         super::FAILURE_HISTORY
     }
-
     fn local(&self) -> bool {
         true
     }

@@ -12,7 +12,6 @@ impl Tool for SearchKnowledge {
     fn name(&self) -> &'static str {
         super::SEARCH_KNOWLEDGE
     }
-
     fn local(&self) -> bool {
         true
     }

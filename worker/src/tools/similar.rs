@@ -23,7 +23,6 @@ impl Tool for SimilarFailures {
     fn name(&self) -> &'static str {
         super::SIMILAR_FAILURES
     }
-
     fn local(&self) -> bool {
         true
     }
