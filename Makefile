@@ -3,7 +3,7 @@
 #   make test    same set-up, then every test (unit + black-box against real Postgres)
 #   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk
 #   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
-#   make eval    excerpt F1 on ../shared/data/logchunks-dev (when that folder is present)
+#   make eval    the real pipeline on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, by repository half
 #   make lint    rustfmt + clippy (warnings are errors) + every YAML file under deploy/ parses and agrees with the code
 #   make image   the container image faultline:local (needs Docker; not part of CI)
 
@@ -54,10 +54,12 @@ chaos: setup build-release
 	QUEUE_BACKEND=postgres ./target/release/faultline-chaos
 	QUEUE_BACKEND=redis ./target/release/faultline-chaos
 
-eval: build-release
-	@if [ -d "$(SHARED)/data/logchunks-dev" ]; then \
-	  python3 $(SHARED)/eval/score_excerpts.py $(SHARED)/data/logchunks-dev './target/release/faultline excerpt {path}'; \
-	else echo "eval: $(SHARED)/data/logchunks-dev is absent; nothing to score"; fi
+# The real pipeline (scratch database, workers, `faultline analyze`) on every
+# labelled log of $(SHARED)/data/logchunks-dev, or on the bundled samples when
+# that folder is absent: excerpt P/R/F1, category accuracy, auto-completed
+# share and precision, reliability, each figure for both repository halves.
+eval: setup build-release
+	@python3 scripts/eval.py --data $(SHARED)/data/logchunks-dev --bin ./target/release $(EVAL_ARGS)
 
 lint:
 	$(CARGO) fmt --all --check
