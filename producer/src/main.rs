@@ -73,6 +73,14 @@ enum Command {
         #[arg(long, default_value_t = logs::ExcerptOptions::default().max_lines)]
         max_lines: usize,
     },
+    /// Diagnose FILE offline (no database, no workers): the category, the
+    /// rule that decided it, the specifics and the findings.
+    Diagnose {
+        file: PathBuf,
+        /// Print the diagnosis as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The human-review queue.
     Review {
         #[command(subcommand)]
@@ -89,7 +97,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum KbCommand {
-    /// Add or update patterns from a JSON file (an array of entries, as in shared/kb/patterns.json).
+    /// Add or update patterns from a JSON file (an array of entries, as in analysis/kb/patterns.json).
     Load { file: PathBuf },
 }
 
@@ -130,6 +138,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     } = &cli.command
     {
         return excerpt(file, *json, *max_lines);
+    }
+    if let Command::Diagnose { file, json } = &cli.command {
+        return diagnose(file, *json);
     }
     let settings = Settings::from_env().context("invalid configuration")?;
     faultline_shared::queue::install(&settings)
@@ -188,7 +199,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Token { command } => token::run(&pool, command).await?,
         Command::Reprocess(args) => reprocess::run(&pool, &settings, args).await?,
-        Command::Excerpt { .. } | Command::Serve { .. } => unreachable!("handled above"),
+        Command::Excerpt { .. } | Command::Diagnose { .. } | Command::Serve { .. } => {
+            unreachable!("handled above")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -198,6 +211,36 @@ fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "producer".into())
+}
+
+/// Diagnoses a local file as the worker's `log_excerpt` tool does.
+fn diagnose(file: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let opts = logs::ExcerptOptions {
+        max_lines: faultline_shared::diagnose::EXCERPT_LINES,
+        ..logs::ExcerptOptions::default()
+    };
+    let excerpt = logs::excerpt_file(file, &opts)
+        .with_context(|| format!("failed to read {}", file.display()))?;
+    let d = faultline_shared::diagnose::diagnose(&excerpt);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&d)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "category:   {}   confidence {:.2}",
+        d.category, d.confidence
+    );
+    println!("decided by: {}", d.decided_by);
+    if let Some(facts) = d.facts.sentence() {
+        println!("specifics:  {facts}");
+    }
+    for f in &d.findings {
+        println!(
+            "  {:>6}  {:<28} {:.2}  {}",
+            f.line_no, f.rule, f.weight, f.line
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs the excerpt tool on a local file: plain lines, or JSON with `--json`.

@@ -6,7 +6,7 @@
 //! when verification asked it to self-correct, and answers with citations of
 //! what it observed.
 
-use faultline_shared::{Category, Evidence, StepRecord, kb, types::FINAL_ANSWER};
+use faultline_shared::{Category, Evidence, StepRecord, diagnose, kb, types::FINAL_ANSWER};
 use serde_json::{Value, json};
 
 use futures::future::BoxFuture;
@@ -376,6 +376,18 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
                 "Check the CI job's configuration and rerun it with verbose output.".to_string(),
             ),
         },
+    };
+    // The specifics the log names (tests, diagnostic, packages, command)
+    // lead the root cause; the knowledge base explains the kind.
+    let specifics = serde_json::from_value::<diagnose::Facts>(cls["facts"].clone())
+        .ok()
+        .and_then(|f| f.sentence());
+    let root_cause = match (&specifics, cls["decided_by"].as_str()) {
+        (Some(s), Some(by)) if category != Category::Unknown => {
+            format!("{s} (recognised by {by}). {root_cause}")
+        }
+        (Some(s), _) => format!("{s}. {root_cause}"),
+        _ => root_cause,
     };
     let (root_cause, fix) = match confirmed {
         Some((cause, fix, by)) if !cause.is_empty() => (

@@ -1,11 +1,12 @@
 //! `log_excerpt`: the lines that explain the failure, streamed from the
-//! stored log (one chunk in memory at a time), classified by the signature
-//! table and fingerprinted for the error library.
+//! stored log (one chunk in memory at a time), diagnosed (category from
+//! what produced the failing lines, the specifics) and fingerprinted for
+//! the error library.
 
 use std::io::BufRead;
 
 use faultline_shared::{
-    kb::Classifier,
+    diagnose,
     logs::{self, ExcerptOptions},
     storage::events::StoredLogReader,
 };
@@ -41,9 +42,11 @@ impl Tool for LogExcerpt {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let tail = input["mode"] == "tail";
-            let max_lines = input["max_lines"]
-                .as_u64()
-                .unwrap_or(if tail { 60 } else { 40 }) as usize;
+            let max_lines = input["max_lines"].as_u64().unwrap_or(if tail {
+                60
+            } else {
+                diagnose::EXCERPT_LINES as u64
+            }) as usize;
             let (pool, event_id) = (ctx.pool.clone(), ctx.event_id);
             let handle = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
@@ -75,15 +78,15 @@ fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, Too
         .iter()
         .map(|l| (l.line_no, logs::clean_line(&l.text).trim().to_string()))
         .collect();
-    let classification = Classifier::builtin().classify(&cleaned);
-    // Fingerprint the lines that carry the failure: signature hits first,
-    // else the strongest excerpt lines.
-    let mut key_lines: Vec<String> = classification
-        .hits
-        .iter()
-        .take(3)
-        .map(|h| h.line.clone())
-        .collect();
+    let diagnosis = diagnose::diagnose(&excerpt);
+    // Fingerprint the lines that carry the failure: the diagnosis's
+    // findings first, else the strongest excerpt lines.
+    let mut key_lines: Vec<String> = Vec::new();
+    for f in &diagnosis.findings {
+        if key_lines.len() < 3 && !key_lines.contains(&f.line) {
+            key_lines.push(f.line.clone());
+        }
+    }
     if key_lines.is_empty() {
         let mut scored: Vec<_> = excerpt
             .lines
@@ -115,10 +118,33 @@ fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, Too
         "lines": lines,
         "total_lines": excerpt.total_lines,
         "total_bytes": excerpt.total_bytes,
-        "classification": classification,
+        "classification": classification(&diagnosis),
         "error_lines": key_lines,
         "fingerprint": fingerprint,
     }))
+}
+
+/// The diagnosis in the observation's `classification` shape: category,
+/// confidence, hits (each citing its line and the knowledge-base entry that
+/// documents it), scores, plus the deciding rule and the specifics.
+fn classification(d: &diagnose::Diagnosis) -> Value {
+    let hits: Vec<Value> = d
+        .findings
+        .iter()
+        .map(|f| {
+            json!({"slug": f.kb, "rule": f.rule, "tool": f.tool, "category": f.category,
+                   "line_no": f.line_no, "line": f.line, "weight": f.weight})
+        })
+        .collect();
+    let scores: Vec<Value> = d.scores.iter().map(|(c, s)| json!([c, s])).collect();
+    json!({
+        "category": d.category,
+        "confidence": d.confidence,
+        "decided_by": d.decided_by,
+        "hits": hits,
+        "scores": scores,
+        "facts": d.facts,
+    })
 }
 
 /// The last `n` lines, streamed.
@@ -142,6 +168,7 @@ fn tail_lines(reader: impl BufRead, n: usize) -> std::io::Result<logs::Excerpt> 
         lines: ring.into(),
         total_lines,
         total_bytes,
+        ..logs::Excerpt::default()
     })
 }
 

@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
-use super::excerpt::{Excerpt, ExcerptLine, ExcerptOptions};
+use super::excerpt::{
+    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_FAILED_STEPS, TAIL_LINES,
+};
 use super::score::{
     ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
 };
@@ -172,6 +174,38 @@ pub(super) struct State<'o> {
     /// Latest step boundary or footer: the fallback tail starts after it.
     step_start_no: u64,
     failed_footer: bool,
+    /// The command echoed at the start of the current step, if any.
+    step_command: Option<String>,
+    failed_steps: Vec<FailedStep>,
+}
+
+/// Longest command text kept for a failed step.
+const MAX_COMMAND_CHARS: usize = 300;
+
+fn command_text(s: &str) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(MAX_COMMAND_CHARS) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// Command and exit code named by a failure footer.
+fn footer_parts(clean: &str) -> (Option<String>, Option<i32>) {
+    static PARTS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?i)^the command "(.*)" (?:failed and )?exited with (-?\d+)|exit code (-?\d+)|exited with (?:code )?(-?\d+)"#)
+            .expect("valid regex")
+    });
+    match PARTS.captures(clean.trim()) {
+        Some(c) => {
+            let code = [2, 3, 4]
+                .iter()
+                .find_map(|i| c.get(*i))
+                .and_then(|m| m.as_str().parse().ok());
+            (c.get(1).map(|m| command_text(m.as_str())), code)
+        }
+        None => (None, None),
+    }
 }
 
 impl<'o> State<'o> {
@@ -190,6 +224,8 @@ impl<'o> State<'o> {
             last_window_no: 0,
             step_start_no: 0,
             failed_footer: false,
+            step_command: None,
+            failed_steps: Vec::new(),
         }
     }
 
@@ -234,6 +270,14 @@ impl<'o> State<'o> {
         self.spaced += 0.05 * (f32::from(u8::from(self.blank_run > 0)) - self.spaced);
         self.blank_run = 0;
         if info.footer != Footer::None {
+            if info.footer == Footer::Failed && self.failed_steps.len() < MAX_FAILED_STEPS {
+                let (command, exit_code) = footer_parts(&clean);
+                self.failed_steps.push(FailedStep {
+                    line_no: held.no,
+                    command: command.or_else(|| self.step_command.clone()),
+                    exit_code,
+                });
+            }
             self.on_footer(info.footer);
         } else if info.boundary {
             self.close();
@@ -243,6 +287,12 @@ impl<'o> State<'o> {
                 || (tag == LineTag::Marker && clean.starts_with("Run "));
             if starts_step {
                 self.step_start_no = held.no;
+                let text = clean.trim();
+                let text = text
+                    .strip_prefix("$ ")
+                    .or_else(|| text.strip_prefix("Run "))
+                    .unwrap_or(text);
+                self.step_command = Some(command_text(text));
             }
         } else {
             self.grow(&held);
@@ -451,10 +501,19 @@ impl<'o> State<'o> {
             lines.extend(fresh);
         }
         lines.sort_by_key(|l| l.line_no);
+        let skip = self.ring.len().saturating_sub(TAIL_LINES);
+        let tail = self
+            .ring
+            .iter()
+            .skip(skip)
+            .map(|h| (h.no, clean_line(&h.text).trim().to_string()))
+            .collect();
         Excerpt {
             lines,
             total_lines: self.total_lines,
             total_bytes: self.total_bytes,
+            failed_steps: self.failed_steps,
+            tail,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Starter knowledge base of CI failure patterns and the heuristic classifier
 //! built on it.
 //!
-//! The knowledge base (`shared/kb/patterns.json`, compiled into the binary) is
+//! The knowledge base (`analysis/kb/patterns.json`, compiled into the binary) is
 //! a list of [`KbEntry`]s: a documented failure mode with a category, regex
 //! signatures, symptoms, root cause and fix. [`Classifier`] compiles every
 //! signature of every entry into one [`regex::RegexSet`] and uses it to

@@ -45,12 +45,43 @@ pub struct ExcerptLine {
     pub score: f32,
 }
 
-/// The lines that explain a failure, in log order, plus log totals.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The lines that explain a failure, in log order, plus log totals and
+/// what the log's structure says about the step that failed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Excerpt {
     pub lines: Vec<ExcerptLine>,
     pub total_lines: u64,
     pub total_bytes: u64,
+    /// Steps whose footer reported a failure, first ones first (at most
+    /// [`MAX_FAILED_STEPS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_steps: Vec<FailedStep>,
+    /// The last non-blank lines of the log, cleaned (at most [`TAIL_LINES`]):
+    /// how a job ended (a time limit, a killed runner) is often said there
+    /// and nowhere else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<(u64, String)>,
+}
+
+/// Most failed steps an [`Excerpt`] records.
+pub const MAX_FAILED_STEPS: usize = 4;
+/// Most tail lines an [`Excerpt`] records.
+pub const TAIL_LINES: usize = 16;
+
+/// A CI step that failed, from its footer (`The command "make test" exited
+/// with 2.`, `##[error]Process completed with exit code 1.`, `script
+/// returned exit code 2`) and the command echoed when it started (`$ make
+/// test`, `##[command]`, `Run make test`, `+ make test`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FailedStep {
+    /// Line number of the footer.
+    pub line_no: u64,
+    /// The command, when the footer or the step's echo names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The exit code, when the footer gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 /// Tuning knobs; the defaults suit CI logs.

@@ -1,0 +1,249 @@
+//! The specifics of a failure, gathered from the recognisers' captures:
+//! which tests failed (and where), the first compiler or linter diagnostic,
+//! the packages that could not be had, the failed command and exit code.
+//! Every field is bounded.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Kind;
+
+/// Most failing tests named.
+pub const MAX_TESTS: usize = 10;
+/// Most packages named.
+pub const MAX_PACKAGES: usize = 5;
+/// Longest text of one fact.
+pub const MAX_FACT_CHARS: usize = 300;
+
+/// A failing test as its runner named it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TestRef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The runner that reported it.
+    pub runner: String,
+}
+
+/// The first diagnostic of a compiler, type checker or linter.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Diagnostic {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Line of the log it was read from.
+    pub log_line: u64,
+}
+
+/// A package (module, library, artifact) that could not be resolved.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PackageRef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The package manager or tool that said so.
+    pub tool: String,
+}
+
+/// The structured specifics of a diagnosis.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Facts {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_tests: Vec<TestRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostic: Option<Diagnostic>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<PackageRef>,
+    /// The failed step's command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+impl Facts {
+    /// True when nothing specific was found.
+    pub fn is_empty(&self) -> bool {
+        self.failing_tests.is_empty()
+            && self.diagnostic.is_none()
+            && self.packages.is_empty()
+            && self.command.is_none()
+            && self.exit_code.is_none()
+    }
+
+    /// One sentence naming the specifics, for the root cause.
+    pub fn sentence(&self) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        if !self.failing_tests.is_empty() {
+            let names: Vec<String> = self
+                .failing_tests
+                .iter()
+                .take(3)
+                .map(|t| match (&t.file, t.line) {
+                    (Some(f), Some(l)) => format!("`{}` ({f}:{l})", t.name),
+                    (Some(f), None) => format!("`{}` ({f})", t.name),
+                    _ => format!("`{}`", t.name),
+                })
+                .collect();
+            let more = self.failing_tests.len().saturating_sub(3);
+            let tail = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            let verb = if self.failing_tests.len() == 1 {
+                "fails"
+            } else {
+                "fail"
+            };
+            parts.push(format!("{}{tail} {verb}", names.join(", ")));
+        }
+        if let Some(d) = &self.diagnostic {
+            let at = match (&d.file, d.line) {
+                (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                (Some(f), None) => format!(" in {f}"),
+                _ => String::new(),
+            };
+            let code = d
+                .code
+                .as_deref()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            let msg = d
+                .message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            parts.push(format!("{}{code}{at}{msg}", d.tool));
+        }
+        if !self.packages.is_empty() {
+            let names: Vec<String> = self
+                .packages
+                .iter()
+                .map(|p| match &p.version {
+                    Some(v) => format!("`{} {v}`", p.name),
+                    None => format!("`{}`", p.name),
+                })
+                .collect();
+            parts.push(format!("could not be resolved: {}", names.join(", ")));
+        }
+        if let Some(cmd) = &self.command {
+            let code = self
+                .exit_code
+                .map(|c| format!(" exited with {c}"))
+                .unwrap_or_else(|| " failed".into());
+            parts.push(format!("`{cmd}`{code}"));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+fn text(v: &str) -> String {
+    let v = v.trim();
+    match v.char_indices().nth(MAX_FACT_CHARS) {
+        Some((i, _)) => v[..i].to_string(),
+        None => v.to_string(),
+    }
+}
+
+fn number(v: Option<&String>) -> Option<u32> {
+    v.and_then(|s| s.parse().ok())
+}
+
+/// Gathers facts from `(kind, tool, log line, captures)` in priority order.
+pub(super) fn gather<'a>(
+    hits: impl Iterator<Item = (Kind, &'static str, u64, &'a HashMap<&'static str, String>)>,
+    command: Option<&str>,
+    exit_code: Option<i32>,
+) -> Facts {
+    let mut facts = Facts {
+        command: command.map(text),
+        exit_code,
+        ..Facts::default()
+    };
+    for (kind, tool, log_line, caps) in hits {
+        match kind {
+            Kind::Assertion | Kind::TestFailed | Kind::TestSummary => {
+                let file = caps.get("file").map(|f| text(f));
+                let line = number(caps.get("line"));
+                if let Some(name) = caps.get("test") {
+                    let name = text(name);
+                    if let Some(t) = facts.failing_tests.iter_mut().find(|t| t.name == name) {
+                        t.file = t.file.take().or(file);
+                        t.line = t.line.or(line);
+                    } else if facts.failing_tests.len() < MAX_TESTS {
+                        facts.failing_tests.push(TestRef {
+                            name,
+                            suite: caps.get("suite").map(|s| text(s)),
+                            file,
+                            line,
+                            runner: tool.to_string(),
+                        });
+                    }
+                } else if let (Some(f), Some(t)) = (file, facts.failing_tests.last_mut()) {
+                    // A location printed under the test's header.
+                    if t.file.is_none() {
+                        t.file = Some(f);
+                        t.line = line;
+                    }
+                }
+            }
+            Kind::Compile | Kind::Lint => {
+                let file = caps.get("file").map(|f| text(f));
+                let line = number(caps.get("line"));
+                match &mut facts.diagnostic {
+                    None if caps.contains_key("msg")
+                        || caps.contains_key("code")
+                        || file.is_some() =>
+                    {
+                        facts.diagnostic = Some(Diagnostic {
+                            tool: tool.to_string(),
+                            file,
+                            line,
+                            column: number(caps.get("col")),
+                            code: caps.get("code").map(|c| text(c)),
+                            message: caps.get("msg").map(|m| text(m)),
+                            log_line,
+                        });
+                    }
+                    // rustc and friends print the location on a later line.
+                    Some(d) if d.file.is_none() && file.is_some() && d.tool == tool => {
+                        d.file = file;
+                        d.line = line;
+                        d.column = number(caps.get("col"));
+                    }
+                    _ => {}
+                }
+            }
+            Kind::Dependency => {
+                if let Some(name) = caps.get("pkg") {
+                    let name = text(name.trim_matches(|c| c == '\'' || c == '"' || c == '`'));
+                    if !facts.packages.iter().any(|p| p.name == name)
+                        && facts.packages.len() < MAX_PACKAGES
+                    {
+                        facts.packages.push(PackageRef {
+                            name,
+                            version: caps.get("ver").map(|v| text(v)),
+                            tool: tool.to_string(),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}

@@ -1,0 +1,464 @@
+//! The diagnosis of a failed CI log: which category, decided from *what
+//! produced* the failing lines, with the lines that show it, the specifics
+//! (failing tests, the first diagnostic, packages, the failed command and
+//! its exit code) and a confidence.
+//!
+//! How it decides, in order:
+//! 1. Every line of the excerpt (and the log's last lines, for how the job
+//!    ended) is matched against the [recognisers](rules): each match is a
+//!    [`Finding`] of a [`Kind`] (assertion, compiler diagnostic, linter,
+//!    package manager, configuration, machine/network …) with a weight for
+//!    how decisive that tool's output is. The failed step's command and exit
+//!    code add a weak finding of the step's kind (an install step, a lint
+//!    step, a test step; exit 124 is a time limit, 137 a kill).
+//! 2. Per category the distinct rules' weights combine as independent
+//!    evidence (noisy-OR).
+//! 3. Causes explain symptoms, as a triage engineer reads a log (the
+//!    rubric's tie-breaks): a time limit, a killed runner or the network
+//!    explain the test and build failures after them; a missing dependency
+//!    explains the compile and test errors it causes; a configuration error
+//!    explains what fails after it; a compile error explains failing tests;
+//!    a test that died of an uncaught error (no assertion) is a code error.
+//! 4. The best category wins; its confidence grows with the strength of its
+//!    evidence and shrinks with the strength of the runner-up.
+//!
+//! Everything is explainable: [`Diagnosis::decided_by`] names the rule, and
+//! the findings carry the line numbers and texts.
+
+mod facts;
+pub mod rules;
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+use serde::{Deserialize, Serialize};
+
+pub use facts::{Diagnostic, Facts, PackageRef, TestRef};
+pub use rules::Kind;
+
+use crate::Category;
+use crate::logs::{Excerpt, clean_line};
+
+/// Lines of the excerpt a diagnosis reads (the `log_excerpt` tool's
+/// default).
+pub const EXCERPT_LINES: usize = 40;
+/// Most findings kept in a [`Diagnosis`].
+pub const MAX_FINDINGS: usize = 12;
+/// Longest line text kept in a finding.
+pub const MAX_FINDING_CHARS: usize = 500;
+/// Bytes of a line matched (longer lines are cut first).
+const MAX_MATCH_BYTES: usize = 2048;
+/// Findings are combined after scaling: no single line is certainty.
+const WEIGHT_SCALE: f32 = 0.9;
+
+/// One recogniser matching one line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    /// The rule's id (`pytest.failed`, `npm.404`, …).
+    pub rule: String,
+    /// The tool whose output it is.
+    pub tool: String,
+    /// The knowledge-base entry documenting this kind of failure.
+    pub kb: String,
+    pub kind: Kind,
+    pub category: Category,
+    /// Effective weight (rule weight × where the line stands).
+    pub weight: f32,
+    pub line_no: u64,
+    pub line: String,
+}
+
+/// What the log says about the failure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Diagnosis {
+    pub category: Category,
+    /// `0..1`: how sure the rules are (strength of the winner's evidence,
+    /// tempered by the runner-up).
+    pub confidence: f32,
+    /// The rule that decided, with the tool and what produced the line
+    /// (`pytest.failed: pytest, a test runner's failure report`), or why
+    /// nothing did.
+    pub decided_by: String,
+    /// Strongest findings, the winner's first.
+    pub findings: Vec<Finding>,
+    /// Final score per category, highest first.
+    pub scores: Vec<(Category, f32)>,
+    /// The specifics: failing tests, first diagnostic, packages, command.
+    pub facts: Facts,
+}
+
+impl Default for Diagnosis {
+    fn default() -> Self {
+        Self {
+            category: Category::Unknown,
+            confidence: 0.0,
+            decided_by: "no recogniser matched the failure lines".into(),
+            findings: Vec::new(),
+            scores: Vec::new(),
+            facts: Facts::default(),
+        }
+    }
+}
+
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+    steps: Vec<(Regex, Kind)>,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    let patterns: Vec<&str> = rules::RULES.iter().map(|r| r.pattern).collect();
+    let set = regex::RegexSetBuilder::new(&patterns)
+        .size_limit(256 << 20)
+        .dfa_size_limit(64 << 20)
+        .build()
+        .expect("built-in recognisers compile");
+    let each = patterns
+        .iter()
+        .map(|p| Regex::new(p).expect("built-in recogniser compiles"))
+        .collect();
+    let steps = rules::STEP_KINDS
+        .iter()
+        .map(|(p, k)| (Regex::new(p).expect("built-in step pattern compiles"), *k))
+        .collect();
+    Compiled { set, each, steps }
+});
+
+static VENDORED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(rules::VENDORED).expect("built-in pattern compiles"));
+
+/// A matched line with its captures, before aggregation.
+struct Hit {
+    rule: usize,
+    weight: f32,
+    line_no: u64,
+    line: String,
+    captures: HashMap<&'static str, String>,
+}
+
+/// Names of the capture groups that carry facts; numbered variants
+/// (`pkg2`, `line2`) fold into the base name.
+const FACT_GROUPS: [&str; 12] = [
+    "test", "suite", "file", "line", "col", "code", "pkg", "ver", "cmd", "msg", "url", "want",
+];
+
+fn matches_of(text: &str) -> Vec<usize> {
+    let hay = truncate_bytes(text, MAX_MATCH_BYTES);
+    if hay.len() < 3 {
+        return Vec::new();
+    }
+    COMPILED.set.matches(hay).into_iter().collect()
+}
+
+fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
+    let mut out = HashMap::new();
+    let re = &COMPILED.each[rule];
+    let hay = truncate_bytes(text, MAX_MATCH_BYTES);
+    let Some(c) = re.captures(hay) else {
+        return out;
+    };
+    for name in re.capture_names().flatten() {
+        let base = name.trim_end_matches(|ch: char| ch.is_ascii_digit());
+        if let (Some(key), Some(m)) = (FACT_GROUPS.iter().find(|g| **g == base), c.name(name)) {
+            let v = m.as_str().trim();
+            if !v.is_empty() {
+                out.entry(*key).or_insert_with(|| v.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Diagnoses an excerpt (its lines, failed steps and tail).
+pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut seen_lines: Vec<u64> = Vec::new();
+    for l in &excerpt.lines {
+        let text = clean_line(&l.text);
+        collect(&mut hits, l.line_no, text.trim(), 1.0);
+        seen_lines.push(l.line_no);
+    }
+    // How the job ended: only the machine and the CI system speak there
+    // with full weight; anything else in the tail merely supports.
+    for (no, text) in &excerpt.tail {
+        if seen_lines.contains(no) {
+            continue;
+        }
+        let before = hits.len();
+        collect(&mut hits, *no, text, 1.0);
+        for h in &mut hits[before..] {
+            let kind = rules::RULES[h.rule].kind;
+            h.weight *= if kind == Kind::Infra { 0.9 } else { 0.3 };
+        }
+    }
+    let step = excerpt.failed_steps.first();
+    diagnose_hits(
+        hits,
+        step.and_then(|s| s.command.as_deref()),
+        step.and_then(|s| s.exit_code),
+    )
+}
+
+/// Diagnoses plain text (line numbers from 1): for tests and callers
+/// without an excerpt.
+pub fn diagnose_text(text: &str) -> Diagnosis {
+    let mut hits = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let clean = clean_line(line);
+        collect(&mut hits, i as u64 + 1, clean.trim(), 1.0);
+    }
+    diagnose_hits(hits, None, None)
+}
+
+fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str, factor: f32) {
+    for rule in matches_of(text) {
+        let r = &rules::RULES[rule];
+        let mut weight = r.weight * factor * WEIGHT_SCALE;
+        let mut caps = captures(rule, text);
+        let mut rule = rule;
+        // An error inside a third-party source tree is the dependency's.
+        if matches!(r.kind, Kind::Compile | Kind::Crash)
+            && caps.get("file").is_some_and(|f| VENDORED.is_match(f))
+        {
+            if let Some(dep) = rules::RULES
+                .iter()
+                .position(|x| x.id == "dep.vendored_error")
+            {
+                rule = dep;
+                weight = rules::RULES[dep].weight * factor * WEIGHT_SCALE;
+                caps.remove("file");
+            }
+        }
+        hits.push(Hit {
+            rule,
+            weight,
+            line_no,
+            line: truncate_chars(text, MAX_FINDING_CHARS),
+            captures: caps,
+        });
+    }
+}
+
+fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
+    // The step that failed leans the verdict when its lines do not decide.
+    let mut priors: Vec<(Kind, f32, String)> = Vec::new();
+    if let Some(cmd) = command {
+        if let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd)) {
+            let w = if *kind == Kind::Infra { 0.2 } else { 0.3 };
+            priors.push((*kind, w, format!("failed step `{cmd}`")));
+        }
+    }
+    match exit_code {
+        Some(124) => priors.push((Kind::Infra, 0.8, "exit code 124: a time limit".into())),
+        Some(137) => priors.push((
+            Kind::Infra,
+            0.8,
+            "exit code 137: killed (out of memory)".into(),
+        )),
+        Some(143) => priors.push((Kind::Infra, 0.5, "exit code 143: terminated".into())),
+        Some(127) => priors.push((Kind::Config, 0.6, "exit code 127: command not found".into())),
+        _ => {}
+    }
+
+    // Per rule: its strongest hit (distinct rules are independent evidence).
+    let mut best: HashMap<usize, usize> = HashMap::new();
+    for (i, h) in hits.iter().enumerate() {
+        best.entry(h.rule)
+            .and_modify(|b| {
+                if h.weight > hits[*b].weight {
+                    *b = i;
+                }
+            })
+            .or_insert(i);
+    }
+    let mut by_kind: HashMap<Kind, f32> = HashMap::new();
+    let mut add = |kind: Kind, w: f32| {
+        let s = by_kind.entry(kind).or_insert(0.0);
+        *s = 1.0 - (1.0 - *s) * (1.0 - w.clamp(0.0, 0.95));
+    };
+    for &i in best.values() {
+        add(rules::RULES[hits[i].rule].kind, hits[i].weight);
+    }
+    for (kind, w, _) in &priors {
+        add(*kind, *w);
+    }
+    let k = |kind: Kind| by_kind.get(&kind).copied().unwrap_or(0.0);
+    let strong = |kind: Kind| {
+        best.values()
+            .map(|&i| &hits[i])
+            .filter(|h| rules::RULES[h.rule].kind == kind)
+            .map(|h| h.weight)
+            .fold(0.0f32, f32::max)
+            .max(
+                priors
+                    .iter()
+                    .filter(|p| p.0 == kind)
+                    .map(|p| p.1)
+                    .fold(0.0, f32::max),
+            )
+    };
+
+    let infra = strong(Kind::Infra);
+    let dep = strong(Kind::Dependency);
+    let config = strong(Kind::Config);
+    let compile = strong(Kind::Compile);
+    let assertion = k(Kind::Assertion);
+    let crash = k(Kind::Crash);
+
+    let or = |a: f32, b: f32| 1.0 - (1.0 - a) * (1.0 - b);
+    let mut test = or(or(assertion, k(Kind::TestFailed)), k(Kind::TestSummary));
+    let mut code = or(or(k(Kind::Compile), k(Kind::Lint)), crash);
+    let mut dependency = k(Kind::Dependency);
+    let mut configuration = k(Kind::Config);
+    let infrastructure = k(Kind::Infra);
+
+    // Causes explain symptoms.
+    let explains = |score: &mut f32, cause: f32, factor: f32| {
+        *score *= 1.0 - factor * cause;
+    };
+    explains(&mut test, infra, 0.8);
+    explains(&mut code, infra, 0.5);
+    explains(&mut configuration, infra, 0.3);
+    explains(&mut test, dep, 0.7);
+    explains(&mut code, dep, 0.6);
+    explains(&mut test, config, 0.5);
+    explains(&mut code, config, 0.3);
+    explains(&mut dependency, config, 0.2);
+    explains(&mut test, compile, 0.7);
+    if assertion < 0.3 {
+        // Tests that died of an uncaught error, not of an assertion.
+        explains(&mut test, crash, 0.6);
+    } else {
+        explains(&mut code, assertion * (1.0 - compile), 0.5);
+    }
+
+    let mut scores = vec![
+        (Category::InfraError, infrastructure),
+        (Category::DependencyError, dependency),
+        (Category::ConfigError, configuration),
+        (Category::CodeError, code),
+        (Category::TestFailure, test),
+    ];
+    for s in &mut scores {
+        s.1 = round3(s.1);
+    }
+    // Stable sort: ties keep the order above (causes before symptoms).
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (winner, s1) = scores[0];
+    let s2 = scores[1].1;
+
+    let mut diagnosis = Diagnosis {
+        scores: scores.clone(),
+        ..Diagnosis::default()
+    };
+    let mut ordered: Vec<usize> = best.values().copied().collect();
+    ordered.sort_by(|&a, &b| {
+        let (ka, kb) = (
+            rules::RULES[hits[a].rule].kind,
+            rules::RULES[hits[b].rule].kind,
+        );
+        (ka.category() != winner)
+            .cmp(&(kb.category() != winner))
+            .then(hits[b].weight.total_cmp(&hits[a].weight))
+            .then(hits[a].line_no.cmp(&hits[b].line_no))
+    });
+    if s1 >= 0.2 {
+        diagnosis.category = winner;
+        diagnosis.confidence = confidence(s1, s2);
+        diagnosis.decided_by = match ordered.first().map(|&i| &hits[i]) {
+            Some(h) if rules::RULES[h.rule].kind.category() == winner => {
+                let r = &rules::RULES[h.rule];
+                format!(
+                    "{}: {}, {} (line {})",
+                    r.id,
+                    r.tool,
+                    r.kind.producer(),
+                    h.line_no
+                )
+            }
+            _ => priors
+                .iter()
+                .find(|p| p.0.category() == winner)
+                .map(|p| p.2.clone())
+                .unwrap_or_else(|| "the failed step".into()),
+        };
+    } else {
+        diagnosis.confidence = round3(s1.min(0.2));
+        if s1 > 0.0 {
+            diagnosis.decided_by = "only weak signals: no recogniser was decisive".into();
+        }
+    }
+    // Facts: the winner's findings first, then the rest (a failing test is
+    // worth naming even when a cause explains it).
+    diagnosis.facts = facts::gather(
+        ordered
+            .iter()
+            .map(|&i| &hits[i])
+            .chain(hits.iter())
+            .map(|h| {
+                (
+                    rules::RULES[h.rule].kind,
+                    rules::RULES[h.rule].tool,
+                    h.line_no,
+                    &h.captures,
+                )
+            }),
+        command,
+        exit_code,
+    );
+    diagnosis.findings = ordered
+        .iter()
+        .take(MAX_FINDINGS)
+        .map(|&i| {
+            let h = &hits[i];
+            let r = &rules::RULES[h.rule];
+            Finding {
+                rule: r.id.to_string(),
+                tool: r.tool.to_string(),
+                kb: rules::kb_slug(r).to_string(),
+                kind: r.kind,
+                category: r.kind.category(),
+                weight: round3(h.weight),
+                line_no: h.line_no,
+                line: h.line.clone(),
+            }
+        })
+        .collect();
+    hits.clear();
+    diagnosis
+}
+
+/// Strength of the winner's evidence, tempered by the runner-up.
+fn confidence(s1: f32, s2: f32) -> f32 {
+    if s1 <= 0.0 {
+        return 0.0;
+    }
+    let ratio = (s2 / s1).clamp(0.0, 1.0);
+    round3((s1 * (1.0 - 0.6 * ratio * ratio)).clamp(0.0, 0.99))
+}
+
+fn round3(x: f32) -> f32 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

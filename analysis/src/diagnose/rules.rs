@@ -1,0 +1,528 @@
+//! The recognisers: how real tools report a failure, one line at a time.
+//!
+//! Each rule names the tool (or family of tools) whose output it
+//! recognises, the kind of failure that output means, how decisive it is,
+//! and a pattern whose named groups carry the specifics (`test`, `file`,
+//! `line`, `col`, `code`, `pkg`, `ver`, `cmd`, `exit`, `msg`). These are
+//! general facts about the tools' documented or long-stable output formats;
+//! nothing here names a project, a test or a file of any particular
+//! repository. Patterns are matched against a cleaned line with its
+//! leading whitespace removed.
+
+use crate::Category;
+
+/// What produced a failing line, and so what kind of failure it reports.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A test runner reporting a failed assertion or expectation.
+    Assertion,
+    /// A test runner naming a failed test (the reason may be elsewhere).
+    TestFailed,
+    /// A test runner's summary counting failures.
+    TestSummary,
+    /// An uncaught exception, crash or sanitizer report (not an assertion).
+    Crash,
+    /// A compiler, type checker or interpreter rejecting the source.
+    Compile,
+    /// A linter, formatter, style, spelling or link checker.
+    Lint,
+    /// A package manager failing to resolve, fetch or build a dependency,
+    /// or a missing third-party module or library.
+    Dependency,
+    /// The build or CI configuration, the environment or a tool version.
+    Config,
+    /// The machine, the network, a service or a time limit.
+    Infra,
+}
+
+impl Kind {
+    pub fn category(self) -> Category {
+        match self {
+            Kind::Assertion | Kind::TestFailed | Kind::TestSummary => Category::TestFailure,
+            Kind::Crash | Kind::Compile | Kind::Lint => Category::CodeError,
+            Kind::Dependency => Category::DependencyError,
+            Kind::Config => Category::ConfigError,
+            Kind::Infra => Category::InfraError,
+        }
+    }
+
+    /// What produced the line, in words (for the verdict's explanation).
+    pub fn producer(self) -> &'static str {
+        match self {
+            Kind::Assertion | Kind::TestFailed | Kind::TestSummary => {
+                "a test runner's failure report"
+            }
+            Kind::Crash => "an uncaught error or crash",
+            Kind::Compile => "a compiler or type checker diagnostic",
+            Kind::Lint => "a linter, formatter or link checker",
+            Kind::Dependency => "a package manager or a missing third-party module",
+            Kind::Config => "the build or CI configuration",
+            Kind::Infra => "the machine, the network or a time limit",
+        }
+    }
+}
+
+/// One recogniser.
+pub struct Rule {
+    /// Stable id, `tool.what` (cited in the verdict).
+    pub id: &'static str,
+    /// The tool or family whose output this is.
+    pub tool: &'static str,
+    pub kind: Kind,
+    /// How decisive a match is: 1.0 a tool's own unambiguous failure
+    /// format; ~0.6 specific but the category may be another's; ~0.3
+    /// vocabulary that only supports.
+    pub weight: f32,
+    pub pattern: &'static str,
+}
+
+const fn r(
+    id: &'static str,
+    tool: &'static str,
+    kind: Kind,
+    weight: f32,
+    pattern: &'static str,
+) -> Rule {
+    Rule {
+        id,
+        tool,
+        kind,
+        weight,
+        pattern,
+    }
+}
+
+use Kind::*;
+
+/// Third-party source trees: an error *inside* one of these is the
+/// dependency's, not the project's.
+pub const VENDORED: &str = r"(?:node_modules|\.cargo[/\\]registry|site-packages|dist-packages|vendor[/\\]bundle|\.m2[/\\]repository|go[/\\]pkg[/\\]mod|\.gradle[/\\]caches|\.stack[/\\]|\.cabal[/\\]packages|bower_components|Pods[/\\]|Carthage[/\\]Checkouts|\.nuget[/\\]packages|gems[/\\][\w.-]+-\d)";
+
+#[rustfmt::skip]
+pub const RULES: &[Rule] = &[
+    // ------------------------------------------------------------ test runners
+    // pytest
+    r("pytest.failed", "pytest", TestFailed, 1.0, r"^FAILED (?P<file>[\w./-]+\.py)::(?P<test>[\w:.\[\]-]+)(?: - (?P<msg>.*))?$"),
+    r("pytest.header", "pytest", TestFailed, 0.8, r"^_{3,} (?P<test>(?:\w+\.)?test\w*(?:\[.*\])?) _{3,}$"),
+    r("pytest.assert", "pytest", Assertion, 1.0, r"^E\s+(?:AssertionError\b|assert\b)(?P<msg>.*)"),
+    r("pytest.location", "pytest", Assertion, 0.6, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+): (?:AssertionError|Failed)\b"),
+    r("pytest.summary", "pytest", TestSummary, 0.7, r"^=+ .*\b[1-9]\d* (?:failed|error)s?\b.* in [\d.]+s"),
+    // unittest / nose / Django
+    r("unittest.case", "unittest", TestFailed, 0.9, r"^(?:FAIL|ERROR): (?P<test>test\w*) \((?P<suite>[\w.]+)\)"),
+    r("unittest.summary", "unittest", TestSummary, 0.8, r"^FAILED \((?:failures|errors)=\d+"),
+    r("python.assertion", "python", Assertion, 0.8, r"^AssertionError\b(?::\s*(?P<msg>.*))?"),
+    // Jest / Vitest
+    r("jest.test", "jest", TestFailed, 1.0, r"^● (?P<test>.+ › .+)$"),
+    r("jest.file", "jest", TestFailed, 0.7, r"^FAIL (?P<file>\S+\.(?:[jt]sx?|mjs|cjs|vue))(?:\s|$)"),
+    r("jest.summary", "jest", TestSummary, 0.9, r"^Tests:\s+[1-9]\d* failed"),
+    r("jest.expect", "jest", Assertion, 0.9, r"^expect\((?:received|jest\.fn\(\))\)\.\w+"),
+    r("jest.received", "jest", Assertion, 0.5, r"^(?:Expected|Received)(?: value| length| substring)?:\s+\S"),
+    // Mocha / Jasmine / Karma / Protractor / tap / QUnit / Ember
+    r("mocha.summary", "mocha", TestSummary, 0.9, r"^[1-9]\d* failing$"),
+    r("karma.failed", "karma", TestFailed, 1.0, r"^(?:\w+ [\d.]+ \([^)]*\)) (?P<test>.+?) FAILED$"),
+    r("karma.summary", "karma", TestSummary, 0.9, r"Executed \d+ of \d+ .*\([1-9]\d* FAILED\)"),
+    r("jasmine.expected", "jasmine", Assertion, 0.8, r"^Expected .+ (?:to (?:equal|be|have|contain|match|throw)|not to)\b"),
+    r("jasmine.summary", "jasmine", TestSummary, 0.8, r"^\d+ specs?, [1-9]\d* failures?"),
+    r("chai.assertion", "chai", Assertion, 0.9, r"^AssertionError(?: \[ERR_ASSERTION\])?: (?P<msg>.+)"),
+    r("tap.notok", "tap", TestFailed, 0.8, r"^not ok \d+ (?:- )?(?P<test>.+)$"),
+    r("tap.summary", "tap", TestSummary, 0.7, r"^# fail\s+[1-9]\d*$"),
+    r("qunit.failed", "qunit", TestFailed, 0.8, r"^(?:Test|Module) Failed: (?P<test>.+)$"),
+    r("qunit.assertion", "qunit", Assertion, 0.8, r"^Assertion Failed:"),
+    // RSpec / minitest / Test::Unit / Cucumber
+    r("rspec.rerun", "rspec", TestFailed, 1.0, r"^rspec (?:\./)?(?P<file>\S+_spec\.rb):(?P<line>\d+) # (?P<test>.+)$"),
+    r("rspec.summary", "rspec", TestSummary, 0.9, r"^\d+ examples?, [1-9]\d* failures?"),
+    r("rspec.failure", "rspec", TestFailed, 0.7, r"^Failure/Error:"),
+    r("rspec.expected", "rspec", Assertion, 0.9, r"^expected(?: collection)?(?: to \w+)?:? .+(?:got|but)\b|^expected: .+$|^expected #<"),
+    r("minitest.failure", "minitest", TestFailed, 1.0, r"^\d+\) Failure:$|^Failure:\s*$"),
+    r("minitest.location", "minitest", TestFailed, 0.9, r"^(?P<test>test_\w+)\s*(?:\(\w+(?:::\w+)*\))?\s*\[(?P<file>[\w./-]+\.rb):(?P<line>\d+)\]"),
+    r("minitest.summary", "minitest", TestSummary, 0.9, r"^\d+ (?:runs|tests), \d+ assertions, [1-9]\d* failures"),
+    r("minitest.expected", "minitest", Assertion, 0.8, r"^Expected:? .+\n?|^Actual: "),
+    r("cucumber.summary", "cucumber", TestSummary, 0.9, r"^\d+ scenarios? \(.*[1-9]\d* failed"),
+    // JUnit / Gradle / Maven Surefire / TestNG / ScalaTest / specs2 / sbt
+    r("gradle.test", "gradle", TestFailed, 1.0, r"^(?P<suite>[\w.$]+) > (?P<test>.+) FAILED$"),
+    r("gradle.summary", "gradle", TestSummary, 0.9, r"^\d+ tests? completed, [1-9]\d* failed"),
+    r("gradle.failing", "gradle", TestSummary, 0.8, r"There were failing tests"),
+    r("surefire.case", "surefire", TestFailed, 1.0, r"^(?P<test>\w+)\((?P<suite>[\w.$]+)\)\s+Time elapsed: .*<<< (?:FAILURE|ERROR)!"),
+    r("surefire.case2", "surefire", TestFailed, 1.0, r"^\[ERROR\] (?P<suite>[\w.$]+)\.(?P<test>\w+):(?P<line>\d+) "),
+    r("surefire.summary", "surefire", TestSummary, 0.8, r"Tests run: \d+, Failures: (?:[1-9]\d*, Errors: \d+|\d+, Errors: [1-9])"),
+    r("surefire.failed", "surefire", TestSummary, 0.8, r"^(?:\[ERROR\] )?(?:Failed tests|Tests in error):"),
+    r("junit.assertion", "junit", Assertion, 1.0, r"\b(?:java\.lang\.AssertionError|junit\.framework\.(?:AssertionFailedError|ComparisonFailure)|org\.junit\.ComparisonFailure|org\.opentest4j\.AssertionFailedError|org\.junit\.internal\.ArrayComparisonFailure)\b"),
+    r("junit.expected", "junit", Assertion, 0.9, r"expected:\s*<.*> but was:\s*<|expected same:<.*> was not:<"),
+    r("scalatest.failed", "scalatest", TestFailed, 1.0, r"^- (?P<test>.+) \*\*\* FAILED \*\*\*"),
+    r("sbt.failed", "sbt", TestSummary, 0.9, r"^\[error\] Failed tests:|TestsFailedException: Tests unsuccessful|^\[error\] Failed: Total \d+, Failed [1-9]"),
+    r("specs2.failed", "specs2", TestFailed, 0.7, r"^\[error\] x (?P<test>.+)$"),
+    // ExUnit / common_test / EUnit
+    r("exunit.test", "exunit", TestFailed, 1.0, r"^\d+\) test (?P<test>.+) \((?P<suite>[\w.]+)\)$"),
+    r("exunit.summary", "exunit", TestSummary, 0.9, r"^\d+ (?:tests?|doctests?|properties)(?:, \d+ \w+)*, [1-9]\d* failures?"),
+    r("exunit.assert", "exunit", Assertion, 0.9, r"^(?:Assertion with \S+ failed|Expected truthy, got|match \(=\) failed)"),
+    r("ct.failed", "common_test", TestFailed, 1.0, r"^(?P<suite>\w+_SUITE):(?P<test>\w+) failed on line (?P<line>\d+)"),
+    r("ct.summary", "common_test", TestSummary, 0.9, r"TEST COMPLETE, \d+ ok, [1-9]\d* failed"),
+    r("eunit.failed", "eunit", Assertion, 0.9, r"\{(?:assert\w*_failed|assertEqual|assertMatch|assertException|assertNot),"),
+    r("eunit.summary", "eunit", TestSummary, 0.9, r"^Failed: [1-9]\d*\.\s+Skipped: \d+\.\s+Passed: \d+"),
+    // go test
+    r("gotest.fail", "go test", TestFailed, 1.0, r"^(?:--- )?FAIL: (?P<test>Test\w*(?:/\S+)?) \([\d.]+s\)"),
+    r("gotest.pkg", "go test", TestSummary, 0.8, r"^FAIL\s+(?P<pkg>[\w./-]+)\s+[\d.]+s$"),
+    r("gotest.location", "go test", Assertion, 0.7, r"^(?P<file>\w+_test\.go):(?P<line>\d+): (?P<msg>.+)"),
+    // cargo test
+    r("cargo.test_stdout", "cargo test", TestFailed, 1.0, r"^---- (?P<test>\S+) stdout ----$"),
+    r("cargo.test_failed", "cargo test", TestFailed, 1.0, r"^test (?P<test>\S+) \.\.\. FAILED$"),
+    r("cargo.test_result", "cargo test", TestSummary, 0.9, r"^test result: FAILED\. \d+ passed; [1-9]\d* failed"),
+    r("rust.assert", "rust", Assertion, 1.0, r"panicked at .*(?:assertion (?:`left (?:==|!=) right` )?failed|assert(?:_eq|_ne)?!)|^assertion (?:`left (?:==|!=) right` )?failed"),
+    r("rust.test_panic", "rust", Assertion, 0.7, r"panicked at '[^']*\b(?:test|expected|mismatch|did not match|doesn't match)\b"),
+    // PHPUnit
+    r("phpunit.case", "phpunit", TestFailed, 0.9, r"^\d+\) (?P<test>[\w\\]+::\w+)(?: with data set .*)?$"),
+    r("phpunit.assert", "phpunit", Assertion, 1.0, r"^Failed asserting that"),
+    r("phpunit.summary", "phpunit", TestSummary, 0.9, r"^(?:FAILURES!|Tests: \d+, Assertions: \d+, (?:Failures|Errors): [1-9])"),
+    // .NET: xUnit / NUnit / MSTest / dotnet test / Pester
+    r("xunit.fail", "xunit", TestFailed, 1.0, r"^(?P<test>[\w.<>`+]+(?:\(.*\))?) \[FAIL\]$"),
+    r("xunit.assert", "xunit", Assertion, 1.0, r"^Assert\.\w+\(\) Failure"),
+    r("dotnet.failed", "dotnet test", TestFailed, 0.9, r"^(?:X|×|Failed) (?P<test>[\w.]+(?:\(.*\))?) \[\d+\s*m?s\]$"),
+    r("dotnet.summary", "dotnet test", TestSummary, 0.9, r"^(?:Failed!\s+-\s+Failed:\s+[1-9]|Total tests: \d+\. Passed: \d+\. Failed: [1-9]|Test Run Failed\.)"),
+    r("nunit.expected", "nunit", Assertion, 0.9, r"^Expected: .+\s+But was:|^But was:\s+"),
+    r("pester.failed", "pester", TestFailed, 1.0, r"^\[-\] (?P<test>.+?) \d+(?:\.\d+)?m?s(?: \(\d+m?s\|\d+m?s\))?$"),
+    r("pester.expected", "pester", Assertion, 0.9, r"^Expected(?: strings to be the same,| \$?\w+,|:)? .*,? but (?:got|was)\b"),
+    r("pester.summary", "pester", TestSummary, 0.9, r"^Tests (?:Passed: \d+,? Failed: [1-9]|completed in .* Failed: [1-9])"),
+    r("pester.name", "pester", TestFailed, 0.6, r"^Name:\s+(?P<test>.+)$"),
+    // XCTest / Quick / Nimble / xcpretty / SwiftPM
+    r("xctest.assert", "xctest", Assertion, 1.0, r"error: -\[(?P<suite>[\w.]+) (?P<test>\w+)\] : (?:XCTAssert\w* failed|failed)"),
+    r("xctest.case", "xctest", TestFailed, 1.0, r"^Test Case '-?\[?(?P<suite>[\w.]+)[ .](?P<test>\w+)\]?' failed"),
+    r("xctest.summary", "xctest", TestSummary, 0.9, r"Executed \d+ tests?, with [1-9]\d* failures?"),
+    r("nimble.expected", "nimble", Assertion, 0.9, r"expected to (?:eventually )?(?:equal|be|match|contain|beginWith|endWith|throw|succeed|not)\b.*, got\b"),
+    r("xcpretty.failed", "xcpretty", TestFailed, 0.7, r"^✗ (?P<test>\S.+)$"),
+    r("xcode.test_failed", "xcodebuild", TestSummary, 0.9, r"\*\* TEST FAILED \*\*"),
+    // C / C++: ctest, GoogleTest, Catch2, Boost.Test, CUnit, Check
+    r("ctest.failed_list", "ctest", TestSummary, 0.9, r"^The following tests FAILED:|\d+% tests passed, [1-9]\d* tests? failed out of \d+"),
+    r("ctest.case", "ctest", TestFailed, 0.9, r"^\d+ - (?P<test>\S+) \((?:Failed|SEGFAULT|Timeout|Child aborted|Exception)\)"),
+    r("gtest.failed", "googletest", TestFailed, 1.0, r"^\[\s+FAILED\s+\] (?P<test>\w+\.\w+)"),
+    r("gtest.expect", "googletest", Assertion, 0.9, r"^(?:Value of: |Expected equality of these values:|Expected: \(.*\) [<>=!]=? \(|Actual function call count doesn't match)"),
+    r("catch2.failed", "catch2", Assertion, 0.9, r"^(?:REQUIRE|CHECK)(?:_\w+)?\( .* \)$|test cases?: \d+ \| \d+ passed \| [1-9]\d* failed"),
+    r("boost.test", "boost.test", Assertion, 0.9, r"error: in \x22(?P<test>[^\x22]+)\x22: check .* has failed|\*\*\* [1-9]\d* failures? (?:is|are) detected"),
+    // Haskell: hspec / tasty / cabal / stack
+    r("hspec.summary", "hspec", TestSummary, 0.9, r"^\d+ examples?, [1-9]\d* failures?"),
+    r("tasty.failed", "tasty", TestFailed, 0.8, r"^(?P<test>\S.*?):\s+FAIL(?: \(.*\))?$|^[1-9]\d* out of \d+ tests failed"),
+    r("cabal.testsuite", "cabal", TestSummary, 0.8, r"^Test suite (?P<test>\S+): FAIL$|Test suite failure for package (?P<pkg>\S+)"),
+    // Emacs ERT, Vim test runners, R testthat, Perl prove, Lua busted, Clojure
+    r("ert.failed", "ert", TestFailed, 1.0, r"^FAILED\s+\d+/\d+\s+(?P<test>\S+)"),
+    r("ert.summary", "ert", TestSummary, 0.9, r"^Ran \d+ tests?, \d+ results? as expected, [1-9]\d* unexpected"),
+    r("vim.found_errors", "vim", TestFailed, 1.0, r"^Found errors in (?P<test>\w+)\(\):?$"),
+    r("vim.test_failed", "vim", TestFailed, 0.9, r"^(?P<test>test\w+) FAILED$|^Executed:?\s+\d+ Tests?.*\b[1-9]\d* FAILED|^\d+ FAILED:$"),
+    r("vim.expected", "vim", Assertion, 0.8, r"\bline \d+: Expected .+ but got\b"),
+    r("vader.failed", "vader", TestFailed, 0.9, r"^\(X\) |Success/Total: \d+/\d+ \(.*assertions?: \d+/\d+\)"),
+    r("testthat.failure", "testthat", Assertion, 1.0, r"^(?:\d+\. )?(?:──? )?Failure \(@?(?P<file>[\w.-]+\.R)[#:](?P<line>\d+)(?::\d+)?\):? (?P<test>.+?)(?: ─+)?$"),
+    r("testthat.summary", "testthat", TestSummary, 0.9, r"^(?:══ )?(?:OK|Skipped|Warnings|Failed):\s+[1-9]\d*|\[ FAIL [1-9]\d* \|"),
+    r("rcmdcheck.tests", "R CMD check", TestSummary, 0.6, r"^Running the tests in .* failed\.$|checking tests \.\.\. ERROR"),
+    r("prove.failed_test", "prove", Assertion, 1.0, r"^#\s+Failed test (?:'(?P<test>[^']*)'|at)"),
+    r("prove.file", "prove", TestFailed, 0.9, r"^(?P<file>[\w./-]+\.t) \.+ ?(?:\d+/\d+ )?(?:Failed \d+/\d+ subtests|Dubious, test returned)"),
+    r("prove.result", "prove", TestSummary, 0.8, r"^Result: FAIL$|^Failed \d+/\d+ test programs"),
+    r("busted.failure", "busted", Assertion, 1.0, r"^Failure → (?P<file>\S+\.lua) @ (?P<line>\d+)"),
+    r("busted.summary", "busted", TestSummary, 0.9, r"^\d+ successes? / [1-9]\d* failures?"),
+    r("lua.test_error", "lua tests", TestFailed, 0.6, r"^\[\s+(?:FAIL|ERROR)\s+\] (?P<test>.+)$"),
+    r("clojure.fail", "clojure.test", TestFailed, 1.0, r"^FAIL in \((?P<test>[\w.?!*+<>=/-]+)\) \((?P<file>[\w.-]+\.clj[sc]?):(?P<line>\d+)\)"),
+    r("clojure.summary", "clojure.test", TestSummary, 0.9, r"^Ran \d+ tests containing \d+ assertions\.|^[1-9]\d* failures, \d+ errors\.$"),
+    r("lein.failed", "leiningen", TestSummary, 0.7, r"^Tests failed\.$"),
+    r("luassert.expected", "luassert", Assertion, 0.8, r"^Expected objects to be (?:equal|the same)\.|Missing \d+ expected calls?"),
+    r("purescript.test", "psci", TestFailed, 0.4, r"^in module \$PSCI$"),
+    // Generic assertion vocabulary (any runner).
+    r("generic.assertion_failed", "test runner", Assertion, 0.6, r"(?i)\bassertion(?:s)? failed\b|\bassert(?:ion)?error\b"),
+    r("generic.expected_got", "test runner", Assertion, 0.5, r"(?i)\bexpected\b.{1,120}\b(?:but (?:got|was|received|found)|, got|got:|instead got)\b"),
+    r("generic.tests_failed", "test runner", TestSummary, 0.5, r"(?i)^(?:[1-9]\d* )?(?:tests?|specs?|examples?) failed\b|\bfailed [1-9]\d* and passed \d+ tests"),
+    r("generic.snapshot", "test runner", Assertion, 0.8, r"(?i)\b[1-9]\d* snapshots? failed\b|snapshot (?:mismatch|doesn't match)"),
+    r("generic.test_crashed", "test runner", Crash, 0.6, r"(?i)\btest crashed\b"),
+
+    // ------------------------------------------------------- compilers, checkers
+    r("rustc.error", "rustc", Compile, 1.0, r"^error(?:\[(?P<code>E\d{4})\])?: (?P<msg>.+)$"),
+    r("rustc.location", "rustc", Compile, 0.6, r"^--> (?P<file>[\w./\\:-]+\.rs):(?P<line>\d+):(?P<col>\d+)$"),
+    r("rustc.could_not_compile", "cargo", Compile, 0.8, r"^error: (?:could not compile `(?P<pkg>[\w-]+)`|aborting due to (?:\d+ )?previous errors?)"),
+    r("clippy.lint", "clippy", Lint, 0.9, r"#\[deny\(clippy::\w+\)\]|clippy::\w+\)\]` on by default|-D clippy::"),
+    r("rustfmt.diff", "rustfmt", Lint, 1.0, r"^Diff in (?P<file>\S+\.rs) at line (?P<line>\d+):"),
+    r("cc.error", "gcc/clang", Compile, 1.0, r"^(?P<file>[\w./\\+~-]+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|m|mm|cu|ino)):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.+)$"),
+    r("cc.errors_generated", "clang", Compile, 0.6, r"^[1-9]\d* errors? generated\.$"),
+    r("ld.undefined", "ld", Compile, 0.9, r"undefined reference to [`'](?P<msg>[^']+)'|^Undefined symbols for architecture|ld: symbol\(s\) not found|ld returned 1 exit status|error LNK\d{4}:"),
+    r("msvc.error", "msvc", Compile, 1.0, r"^(?P<file>[\w./\\:-]+\.(?:c|cc|cpp|cxx|h|hpp))\((?P<line>\d+)\)\s*: (?:fatal )?error (?P<code>C\d{4}): (?P<msg>.+)"),
+    r("javac.error", "javac", Compile, 1.0, r"^(?:\[ERROR\] )?(?P<file>[\w./\\:-]+\.java):(?:\[(?P<line>\d+),(?P<col>\d+)\]|(?P<line2>\d+):) (?:error: )?(?P<msg>.+)$"),
+    r("maven.compilation", "maven", Compile, 0.9, r"COMPILATION ERROR|Compilation failure|Failed to execute goal org\.apache\.maven\.plugins:maven-compiler-plugin"),
+    r("gradle.compile", "gradle", Compile, 0.9, r"Execution failed for task '[\w:]*:compile\w*'|Compilation failed; see the compiler error output"),
+    r("kotlin.error", "kotlinc", Compile, 1.0, r"^e: (?:file://)?(?P<file>\S+\.kts?):(?:\((?P<line>\d+), (?P<col>\d+)\)|(?P<line2>\d+):(?P<col2>\d+)) (?P<msg>.+)"),
+    r("scala.error", "scalac", Compile, 1.0, r"^\[error\] (?:-- \[E\d+\] .*: )?(?P<file>[\w./\\:-]+\.scala):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>.+)"),
+    r("sbt.compile", "sbt", Compile, 0.8, r"^\[error\] \(.*compile.*\) .*Compilation failed|^\[error\] Compilation failed"),
+    r("csc.error", "csc", Compile, 1.0, r"(?P<file>[\w./\\:-]+\.(?:cs|vb|fs))\((?P<line>\d+),(?P<col>\d+)\): error (?P<code>(?:CS|BC|FS)\d{4}): (?P<msg>.+?)(?: \[.*\])?$"),
+    r("tsc.error", "tsc", Compile, 1.0, r"(?P<file>[\w./\\@-]+\.(?:tsx?|vue))(?:\((?P<line>\d+),(?P<col>\d+)\)|:(?P<line2>\d+):(?P<col2>\d+))\s*(?:-\s*)?:?\s*error (?P<code>TS\d+): (?P<msg>.+)"),
+    r("tsc.prose", "tsc", Compile, 0.8, r"(?P<file>[\w./\\@-]+\.tsx?) \((?P<line>\d+),(?P<col>\d+)\): (?P<msg>.+) \((?P<code>\d{4})\)$"),
+    r("go.compile", "go build", Compile, 1.0, r"^(?:\./|\.\./)?(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:undefined|cannot|syntax error|missing|too many|not enough|invalid|imported and not used|declared (?:and|but) not used|\S+ redeclared|non-name|unexpected|expected|mismatched|multiple-value|assignment mismatch|\S+ is not a type|no new variables).*)$"),
+    r("go.vet", "go vet", Lint, 0.8, r"^(?:#|vet:) .*|^(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?:\w+ )?(?:call has possible formatting directive|possible misuse|unreachable code|result of fmt\.\w+ call not used|struct field tag)"),
+    r("swift.error", "swiftc", Compile, 1.0, r"^(?:❌\s+)?(?P<file>[\w./\\ -]+\.swift):(?P<line>\d+):(?P<col>\d+): (?:error: )?(?P<msg>.+)$"),
+    r("objc.xcpretty_error", "xcpretty", Compile, 0.9, r"^❌\s+(?P<file>[\w./\\ -]+\.(?:m|mm|h|c|cpp)):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
+    r("xcode.build_failed", "xcodebuild", Compile, 0.7, r"\*\* (?:BUILD|ARCHIVE) FAILED \*\*|^The following build commands failed:"),
+    r("ghc.error", "ghc", Compile, 1.0, r"^(?P<file>[\w./\\:-]+\.(?:hs|lhs|hsc|purs)):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: error:?"),
+    r("purescript.error", "purs", Compile, 0.8, r"^Error found:$|^Error \d+ of \d+:$|^(?:Could not match type|Unknown (?:value|type|data constructor))"),
+    r("erlc.error", "erlc", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:erl|hrl)):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:syntax error|variable .* is unbound|function .* undefined|field \w+ undefined|record \w+ undefined|illegal|head mismatch|undefined|import \S+ is unused|bad|.*unsafe).*)$"),
+    r("elixir.compile", "elixirc", Compile, 1.0, r"^== Compilation error in file (?P<file>\S+) ==|^\*\* \((?:CompileError|SyntaxError|TokenMissingError|MismatchedDelimiterError)\) (?P<file2>[\w./-]+\.exs?):(?P<line>\d+)"),
+    r("python.syntax", "python", Compile, 1.0, r"^(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
+    r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
+    r("php.parse", "php", Compile, 1.0, r"PHP (?:Parse|Fatal) error:\s+(?P<msg>.+?) in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+)"),
+    r("ruby.syntax", "ruby", Compile, 1.0, r"(?P<file>[\w./-]+\.(?:rb|rake|gemspec)):(?P<line>\d+): syntax error, (?P<msg>.+)"),
+    r("coffee.error", "coffee", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:coffee|litcoffee)):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$"),
+    r("babel.syntax", "babel", Compile, 0.9, r"SyntaxError: (?P<file>[\w./-]+\.[jt]sx?): (?P<msg>.+) \((?P<line>\d+):(?P<col>\d+)\)"),
+    r("lua.error", "lua", Compile, 0.8, r"^(?:lua|luajit|luvit): (?P<file>[\w./-]+\.lua):(?P<line>\d+): (?P<msg>.+)$"),
+    r("r.parse", "R", Compile, 0.8, r"^Error in parse\(|^Error: unexpected (?:symbol|'[^']+'|input|string constant|numeric constant|end of input)"),
+    r("latex.error", "latex", Compile, 1.0, r"^! (?P<msg>(?:LaTeX Error|Undefined control sequence|Missing|Extra|Emergency stop|Package \w+ Error|Paragraph ended|Argument of|Illegal|Too many|File ended|Runaway).*)$|^(?P<file>[\w./-]+\.(?:tex|sty|cls)):(?P<line>\d+): (?P<msg2>.+)$"),
+    r("latex.overfull", "latex", Lint, 0.9, r"^Overfull \\[hv]box \(\d+(?:\.\d+)?pt too (?:wide|high)\) (?:in paragraph|detected) at lines? (?P<line>\d+)"),
+    r("latex.undefined_refs", "latex", Lint, 0.9, r"^LaTeX Warning: (?:There were undefined references|Reference `[^']+' on page \d+ undefined|Citation `[^']+' on page \d+ undefined|Label\(s\) may have changed)"),
+    r("emacs.bytecomp", "emacs byte-compile", Compile, 1.0, r"^(?:In [\w-]+:\s*)?(?P<file>[\w./-]+\.el):(?P<line>\d+):(?P<col>\d+):\s*(?:Error|Warning): (?P<msg>.+)$"),
+    r("vim.script_error", "vim", Crash, 0.6, r"^(?:Error detected while processing|E\d{2,4}: )"),
+    r("yaml.content", "yaml", Compile, 0.8, r"\((?P<file>[^)]+\.(?:md|markdown|html|rst|adoc|txt))\): (?P<msg>(?:found character that cannot start any token|did not find expected|mapping values are not allowed|could not find expected|found unexpected end of stream|found undefined tag handle).*)"),
+    r("xml.validity", "xmllint", Compile, 0.8, r"^(?P<file>[\w./-]+\.x[ms]l):(?P<line>\d+): (?:element \w+: )?(?:validity|parser) error : (?P<msg>.+)"),
+    r("css.syntax", "postcss", Compile, 0.9, r"^CssSyntaxError: (?P<file>\S+?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
+    r("sass.error", "sass", Compile, 0.9, r"^(?:Error: |SassError: )(?P<msg>.+)\s+on line (?P<line>\d+) of (?P<file>\S+)"),
+    r("make.error", "make", Compile, 0.35, r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error [1-9]\d*|Segmentation fault)"),
+
+    // -------------------------------------------------------------- crashes
+    r("js.uncaught", "node", Crash, 0.9, r"^(?:Uncaught )?(?:TypeError|ReferenceError|RangeError|EvalError|URIError): (?P<msg>.+)$"),
+    r("js.syntax", "node", Compile, 0.8, r"^SyntaxError: (?P<msg>.+)$"),
+    r("python.exception", "python", Crash, 0.8, r"^(?P<code>(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|FileNotFoundError|OSError|UnicodeDecodeError|UnicodeEncodeError)): (?P<msg>.+)$"),
+    r("python.traceback", "python", Crash, 0.5, r"^Traceback \(most recent call last\):$"),
+    r("java.exception", "jvm", Crash, 0.8, r#"^(?:Exception in thread "[^"]+" |Caused by: )?(?P<code>java\.lang\.(?:NullPointerException|ClassCastException|IllegalStateException|IllegalArgumentException|ArrayIndexOutOfBoundsException|IndexOutOfBoundsException|NumberFormatException|UnsupportedOperationException|StackOverflowError|NoSuchMethodError|NoSuchFieldError|AbstractMethodError|ArithmeticException|ExceptionInInitializerError)|java\.util\.ConcurrentModificationException)\b"#),
+    r("ruby.exception", "ruby", Crash, 0.8, r"^(?P<code>NoMethodError|NameError|ArgumentError|TypeError|LocalJumpError|ZeroDivisionError|FrozenError|KeyError|SystemStackError|NotImplementedError|ActiveRecord::\w+):?\s*(?P<msg>.*)$|\bundefined (?:method|local variable or method) `[^']+' for\b"),
+    r("dotnet.exception", "dotnet", Crash, 0.8, r"\bSystem\.(?:NullReferenceException|InvalidOperationException|ArgumentException|ArgumentNullException|InvalidCastException|IndexOutOfRangeException|KeyNotFoundException|NotImplementedException|FormatException)\b"),
+    r("go.panic", "go", Crash, 0.8, r"^panic: (?P<msg>.+)$|runtime error: (?:invalid memory address|index out of range|slice bounds out of range|nil map)"),
+    r("rust.panic", "rust", Crash, 0.6, r"panicked at .*(?:called `(?:Option|Result)::unwrap\(\)`|index out of bounds|attempt to (?:add|subtract|multiply|divide) with overflow|unreachable|not yet implemented|byte index)"),
+    r("native.crash", "native", Crash, 0.9, r"(?i)\bsegmentation fault\b|\bSIGSEGV\b|\bcore dumped\b|^Abort trap\b|\bdouble free or corruption\b|\bstack smashing detected\b|\bAccess violation\b|\bbus error\b"),
+    r("sanitizer", "sanitizer", Crash, 1.0, r"ERROR: (?:AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer|UndefinedBehaviorSanitizer)\b|^SUMMARY: (?:Address|Leak|Thread|Memory|UndefinedBehavior)Sanitizer|: runtime error: "),
+    r("valgrind", "valgrind", Crash, 0.9, r"ERROR SUMMARY: [1-9]\d* errors? from|Invalid (?:read|write) of size \d+|definitely lost: [1-9]"),
+    r("erlang.crash", "erlang", Crash, 0.8, r"(?:terminated|exit value|crash report|Error in process \S+ with exit value).*\{\{?(?:badmatch|badarg|undef|function_clause|case_clause|badarith|noproc|badrecord|if_clause|bad_lib)\b"),
+    r("haskell.exception", "ghc", Crash, 0.8, r"\*\*\* Exception: (?P<msg>.+)$|^\S+: Prelude\.\w+: (?:empty list|undefined)"),
+    r("elixir.exception", "elixir", Crash, 0.7, r"^\*\* \((?P<code>\w+(?:\.\w+)*Error|FunctionClauseError|MatchError|CaseClauseError|UndefinedFunctionError)\) (?P<msg>.+)$"),
+    r("php.fatal", "php", Crash, 0.8, r"PHP Fatal error:\s+Uncaught (?P<msg>.+)|^Fatal error: (?:Uncaught|Call to (?:a member function|undefined))"),
+    r("powershell.exception", "powershell", Crash, 0.4, r"^\+ (?:CategoryInfo|FullyQualifiedErrorId)\s+:"),
+
+    // ------------------------------------------------- linters and checkers
+    r("eslint.problem", "eslint", Lint, 1.0, r"^(?P<line>\d+):(?P<col>\d+)\s+error\s+(?P<msg>.+?)\s{2,}(?P<code>(?:@?[\w-]+/)*[\w-]+)$"),
+    r("eslint.summary", "eslint", Lint, 1.0, r"^✖ [1-9]\d* problems? \([1-9]\d* errors?"),
+    r("stylelint.problem", "stylelint", Lint, 1.0, r"^(?P<line>\d+):(?P<col>\d+)\s+[✖×]\s+(?P<msg>.+?)\s{2,}(?P<code>[a-z][\w/-]+)$"),
+    r("stylelint.legacy", "stylelint", Lint, 0.9, r"^(?P<line>\d+):(?P<col>\d+)\s+(?P<msg>.+?) \((?P<code>[a-z]+(?:-[a-z]+)+)\)$"),
+    r("tslint.error", "tslint", Lint, 1.0, r"^(?:ERROR|WARNING): (?:\(\S+\) )?(?P<file>[\w./\\@-]+\.tsx?)(?:\[(?P<line>\d+), (?P<col>\d+)\]|:(?P<line2>\d+):(?P<col2>\d+)): (?P<msg>.+)$"),
+    r("flake8.problem", "flake8", Lint, 1.0, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>[EWFCNDBQ]\d{3}) (?P<msg>.+)$"),
+    r("pylint.problem", "pylint", Lint, 1.0, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>[CRWEF]\d{4}): (?P<msg>.+)$"),
+    r("black.reformat", "black", Lint, 1.0, r"^would reformat (?P<file>\S+)|^Oh no! 💥 💔 💥|files? would be reformatted"),
+    r("isort.unsorted", "isort", Lint, 1.0, r"^ERROR: (?P<file>\S+) Imports are incorrectly sorted"),
+    r("rubocop.offense", "rubocop", Lint, 1.0, r"^(?P<file>[\w./-]+\.(?:rb|rake|gemspec|ru)):(?P<line>\d+):(?P<col>\d+): (?P<sev>[CWEFR]): (?:\[Correctable\] )?(?P<code>[A-Z]\w+/\w+): (?P<msg>.+)$"),
+    r("rubocop.summary", "rubocop", Lint, 1.0, r"^\d+ files? inspected, [1-9]\d* offen[cs]es? detected"),
+    r("shellcheck.gcc", "shellcheck", Lint, 1.0, r"(?P<file>[\w./-]+):(?P<line>\d+):(?P<col>\d+): (?:error|warning|note|style): (?P<msg>.+) \[(?P<code>SC\d{4})\]$"),
+    r("shellcheck.tty", "shellcheck", Lint, 0.9, r"^In (?P<file>\S+) line (?P<line>\d+):$|\^-+ (?P<code>SC\d{4})(?: \(\w+\))?: "),
+    r("markdownlint", "markdownlint", Lint, 1.0, r"^(?P<file>[\w./-]+\.md):(?P<line>\d+)(?::\d+)? (?P<code>MD\d{3})(?:/[\w-]+)* (?P<msg>.+)$"),
+    r("gofmt", "gofmt", Lint, 1.0, r"\bis not (?:gofmt|goimport)ed\b|\(goimports\)$|\(gofmt\)$|^diff -u .*\.go\.orig"),
+    r("gometalinter", "golangci-lint", Lint, 1.0, r"^(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)?:?\s*(?:warning|error)?:? (?P<msg>.+) \((?P<code>\w+)\)$"),
+    r("checkstyle", "checkstyle", Lint, 1.0, r"^\[(?:ERROR|WARN)\] (?P<file>[\w./\\:-]+\.java):(?P<line>\d+)(?::(?P<col>\d+))?: (?P<msg>.+) \[(?P<code>\w+)\]$|You have [1-9]\d* Checkstyle violations?"),
+    r("spotless", "spotless", Lint, 1.0, r"The following files had format violations|Run '.*spotlessApply' to fix"),
+    r("ktlint", "ktlint", Lint, 0.9, r"^(?P<file>[\w./-]+\.kts?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+) \((?P<code>[\w:-]+)\)$"),
+    r("scalastyle", "scalafmt", Lint, 0.9, r"scalafmt.*(?:--test|check).*failed|error: (?:file|files) (?:are|is) not formatted|Found \d+ errors? \(scalastyle\)"),
+    r("clang_format", "clang-format", Lint, 0.9, r"code should be clang-formatted|clang-format.*(?:violations?|would reformat|needs? formatting)|\[-Wclang-format-violations\]"),
+    r("clang_tidy", "clang-tidy", Lint, 0.8, r"^(?P<file>[\w./-]+):(?P<line>\d+):(?P<col>\d+): (?:warning|error): .+ \[(?P<code>(?:bugprone|cert|clang-analyzer|cppcoreguidelines|google|hicpp|llvm|misc|modernize|performance|readability)-[\w.-]+)\]$"),
+    r("cppcheck", "cppcheck", Lint, 0.9, r"^\[(?P<file>[\w./-]+):(?P<line>\d+)\]: \((?:error|warning|style)\) (?P<msg>.+)$"),
+    r("phpcs", "phpcs", Lint, 1.0, r"^FOUND [1-9]\d* ERRORS?(?: AND \d+ WARNINGS?)? AFFECTING \d+ LINES?"),
+    r("php_cs_fixer", "php-cs-fixer", Lint, 0.9, r"^\s*\d+\) (?P<file>\S+\.php)(?: \([\w, ]+\))?$|Files that were not fixed due to errors|Checked all files in .*, found \d+"),
+    r("phpstan", "phpstan", Lint, 1.0, r"^\[ERROR\] Found [1-9]\d* errors?"),
+    r("hlint", "hlint", Lint, 1.0, r"^(?P<file>[\w./-]+\.hs):(?P<line>\d+):(?P<col>\d+)(?:-\d+)?: (?:Warning|Error|Suggestion): (?P<msg>.+)$|^[1-9]\d* hints?$"),
+    r("luacheck", "luacheck", Lint, 1.0, r"^Total: \d+ warnings? / [1-9]\d* errors? in \d+ files?|^Total: [1-9]\d* warnings? / \d+ errors? in \d+ files?"),
+    r("vint", "vint", Lint, 1.0, r"^(?P<file>[\w./-]+\.vim):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
+    r("credo", "credo", Lint, 0.9, r"^┃ \[[FRCDW]\] [↑↗→↘↓] (?P<msg>.+)$|mix format failed due to --check-formatted|^\*\* \(Mix\) mix format failed"),
+    r("swiftlint", "swiftlint", Lint, 1.0, r"^(?P<file>[\w./ -]+\.swift):(?P<line>\d+):(?P<col>\d+): (?:error|warning): (?P<msg>.+) \((?P<code>\w+)\)$|Done linting! Found \d+ violations?, [1-9]\d* serious"),
+    r("commitlint", "commitlint", Lint, 0.9, r"^✖\s+(?P<msg>.+) \[(?P<code>[\w-]+)\]$|found [1-9]\d* problems?, \d+ warnings?$"),
+    r("codespell", "codespell", Lint, 0.9, r"^(?P<file>[\w./-]+):(?P<line>\d+): (?P<msg>\w+ ==> \w+(?:, \w+)*)$|\bmisspelled\b|is a misspelling of\b"),
+    r("editorconfig", "editorconfig", Lint, 0.8, r"(?i)editorconfig.*(?:error|violation)|trailing whitespace|Wrong (?:indent style|line ending)"),
+    r("lint.generic", "linter", Lint, 0.5, r"(?i)\b[1-9]\d* (?:lint|style|format(?:ting)?) (?:errors?|violations?|issues?|problems?)\b|\blint(?:ing)? (?:failed|errors? found)\b"),
+    // Link checkers: awesome_bot, markdown-link-check, lychee, html-proofer, linkchecker.
+    r("links.awesome_bot", "awesome_bot", Lint, 1.0, r"^(?:\d+\. )?\[L\d+\] (?P<code>\d{3}) (?P<url>\S+)"),
+    r("links.header", "link checker", Lint, 0.9, r"^> Links\s*$|^Issues :-\($|^No issues :-\)$"),
+    r("links.mlc", "markdown-link-check", Lint, 1.0, r"^\[✖\] (?P<url>\S+)(?: → Status: (?P<code>\d+))?|^ERROR: [1-9]\d* dead links? found!"),
+    r("links.lychee", "lychee", Lint, 1.0, r"^(?:✗|\[ERR\]|\[\d{3}\]) (?:\[(?P<code>\d{3})\] )?(?P<url>https?://\S+)|^🚫 Errors\s+[1-9]"),
+    r("links.htmlproofer", "html-proofer", Lint, 1.0, r"HTML-Proofer found [1-9]\d* failures?|(?:internally|externally) linking to (?P<url>\S+), which does not exist|External link (?P<url2>\S+) failed"),
+    r("links.broken", "link checker", Lint, 0.6, r"(?i)\b(?:broken|dead) links?\b"),
+
+    // ---------------------------------------------------------- dependencies
+    r("npm.404", "npm", Dependency, 1.0, r"^npm ERR! (?:code E404|404 Not Found(?: - GET \S+/(?P<pkg>[@\w./-]+))?|404 '(?P<pkg2>[^']+)' is not in (?:the npm registry|this registry))"),
+    r("npm.eresolve", "npm", Dependency, 1.0, r"^npm ERR! (?:code (?:ERESOLVE|ETARGET|E?PEERINVALID)|notarget|peer dep missing|Could not resolve dependency)|No matching version found for (?P<pkg>[@\w./-]+)@(?P<ver>\S+)|unable to resolve dependency tree"),
+    r("npm.install_failed", "npm", Dependency, 0.6, r"^npm ERR! (?:Failed at the (?P<pkg>\S+?)@(?P<ver>\S+) (?:install|postinstall|preinstall) script|code ELIFECYCLE.*install|gyp ERR!)|^gyp ERR! "),
+    r("yarn.notfound", "yarn", Dependency, 1.0, r#"^error (?:Couldn't find package "(?P<pkg>[^"]+)"|Couldn't find any versions for "(?P<pkg2>[^"]+)" that matches "(?P<ver>[^"]+)"|An unexpected error occurred: "\S+/(?P<pkg3>[@\w./-]+?): Not found")"#),
+    r("yarn.lockfile", "yarn", Dependency, 0.8, r"Your lockfile needs to be updated|lockfile would have been modified|integrity check failed"),
+    r("node.cannot_find_module", "node", Dependency, 0.9, r"(?:Error: )?Cannot find module '(?P<pkg>[^']+)'|Module not found: Error: Can't resolve '(?P<pkg2>[^']+)'|ERR_MODULE_NOT_FOUND.*'(?P<pkg3>[^']+)'"),
+    r("tsc.missing_types", "tsc", Dependency, 0.9, r"Cannot find (?:name '(?:describe|it|expect|test|jasmine|jest|beforeEach|afterEach|require|process|module|__dirname|Buffer)'|type definition file for '(?P<pkg>[^']+)')|TS2307: Cannot find module '(?P<pkg2>[^'.][^']*)'|Cannot find module '(?P<pkg3>[^'.][^']*)' or its corresponding type declarations|\((?:2304|2307|2580|2582|2593)\)$"),
+    r("bower.notfound", "bower", Dependency, 0.9, r"^bower (?:ENOTFOUND|ECONFLICT|ENORESTARGET|EINVRES)"),
+    r("pip.notfound", "pip", Dependency, 1.0, r"Could not find a version that satisfies the requirement (?P<pkg>[\w.\[\]-]+)(?P<ver>[<>=!~][^\s(]*)?|No matching distribution found for (?P<pkg2>[\w.\[\]-]+)"),
+    r("pip.conflict", "pip", Dependency, 1.0, r"ResolutionImpossible|because these package versions have conflicting dependencies|(?P<pkg>[\w.-]+) \S+ has requirement (?P<ver>\S+), but you'll have|pip's dependency resolver does not currently take into account"),
+    r("pip.build", "pip", Dependency, 0.8, r"Failed building wheel for (?P<pkg>[\w.-]+)|Command \S*python\S* setup\.py egg_info\S* failed|error: subprocess-exited-with-error|Could not build wheels for (?P<pkg2>[\w.-]+)"),
+    r("python.no_module", "python", Dependency, 0.9, r"(?:ModuleNotFoundError|ImportError): No module named '?(?P<pkg>[\w.]+)'?"),
+    r("python.import", "python", Dependency, 0.5, r"ImportError: cannot import name '?(?P<msg>\w+)'?|ImportError: (?P<msg2>lib\S+\.so[.\d]*: cannot open shared object file)|pkg_resources\.(?:DistributionNotFound|VersionConflict): (?P<pkg>.+)"),
+    r("conda", "conda", Dependency, 1.0, r"PackagesNotFoundError|UnsatisfiableError|ResolvePackageNotFound|The following packages are not available from current channels"),
+    r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile"#),
+    r("bundler.install", "bundler", Dependency, 0.9, r"An error occurred while installing (?P<pkg>[\w-]+) \((?P<ver>[^)]+)\), and Bundler cannot continue|Gem::(?:LoadError|MissingSpecError|MissingSpecVersionError|ConflictError)|Gem::Ext::BuildError"),
+    r("ruby.load_error", "ruby", Dependency, 0.8, r"cannot load such file -- (?P<pkg>[\w/.-]+)|\(LoadError\)"),
+    r("install.generic", "package manager", Dependency, 0.7, r"(?i)\ban error occur+ed while installing (?P<pkg>[\w.@/-]+)"),
+    r("maven.resolve", "maven", Dependency, 1.0, r"Could not resolve dependencies for project|Failed to collect dependencies|Could not find artifact (?P<pkg>[\w.-]+:[\w.-]+(?::[\w.-]+)*)|Non-resolvable (?:parent POM|import POM)|PluginResolutionException|Plugin (?P<pkg2>\S+) or one of its dependencies could not be resolved|DependencyResolutionException"),
+    r("gradle.resolve", "gradle", Dependency, 1.0, r"Could not resolve all (?:files|dependencies|artifacts) for configuration|Could not resolve (?P<pkg>[\w.-]+:[\w.-]+:[\w.+\[\]()-]+)\.?$|Could not find (?P<pkg2>[\w.-]+:[\w.-]+:[\w.+-]+)\.$|Plugin \[id: '(?P<pkg3>[^']+)'(?:, version: '(?P<ver>[^']+)')?\] was not found"),
+    r("sbt.resolve", "sbt", Dependency, 1.0, r"unresolved dependency: (?P<pkg>\S+)|sbt\.(?:librarymanagement\.)?ResolveException|Error downloading (?P<pkg2>\S+)|not found: https?://\S+\.(?:pom|jar)"),
+    r("ivy_lein.artifact", "leiningen", Dependency, 0.9, r"Could not (?:find|transfer) artifact (?P<pkg>\S+) (?:in|from)"),
+    r("go.module", "go", Dependency, 1.0, r"cannot find package \x22(?P<pkg>[^\x22]+)\x22|no required module provides package (?P<pkg2>\S+)|missing go\.sum entry|^go: (?P<pkg3>[\w./-]+)@(?P<ver>\S+): (?:reading|verifying|unknown revision|invalid version|module .* not found)|module (?P<pkg4>\S+) found .* but does not contain package|go: finding module for package|unrecognized import path \x22(?P<pkg5>[^\x22]+)\x22"),
+    r("cargo.resolve", "cargo", Dependency, 1.0, r"failed to select a version for(?: the requirement)? `(?P<pkg>[\w-]+)|no matching package named `(?P<pkg2>[\w-]+)` found|failed to get `(?P<pkg3>[\w-]+)` as a dependency|failed to load source for dependency `(?P<pkg4>[\w-]+)`|failed to download (?:from|`(?P<pkg5>[\w-]+))|error: failed to fetch `"),
+    r("rustc.missing_crate", "rustc", Dependency, 1.0, r"error\[E0463\]: can't find crate for `(?P<pkg>\w+)`|unresolved import `(?P<pkg2>\w+)`.*(?:maybe a missing crate|use of undeclared crate)"),
+    r("composer.resolve", "composer", Dependency, 1.0, r"Your requirements could not be resolved to an installable set of packages|The requested package (?P<pkg>[\w/.-]+)(?: (?P<ver>\S+))? (?:could not be found|exists as)|requires (?P<pkg2>[\w/.-]+) (?P<ver2>\S+) -> (?:no matching package found|satisfiable by)|could not be found in any version"),
+    r("hex.deps", "mix", Dependency, 1.0, r"Unchecked dependencies for environment|the dependency is not available, run \x22mix deps\.get\x22|Failed to fetch record for '?(?P<pkg>[\w/]+)'? from registry|No package with name (?P<pkg2>\S+)|Could not find Hex, which is needed|dependency (?P<pkg3>\S+) .* is not available"),
+    r("rebar.deps", "rebar", Dependency, 1.0, r"Dependency not available: (?P<pkg>\S+)|Failed to fetch and copy dep: (?P<pkg2>\S+)|Package not found in registry: (?P<pkg3>\S+)|Failed to update package (?P<pkg4>\S+) from repo"),
+    r("cabal.resolve", "cabal", Dependency, 1.0, r"[Cc]ould not resolve dependencies:|rejecting: (?P<pkg>[\w-]+)-(?P<ver>[\d.]+)|unknown package: (?P<pkg2>[\w-]+)|There is no package named '(?P<pkg3>[\w-]+)'|but the stack configuration has no specified version|In the dependencies for (?P<pkg4>[\w-]+)(?:-(?P<ver2>[\d.]+))?:"),
+    r("ghc.hidden_module", "ghc", Dependency, 0.9, r"Could not (?:find|load) module [‘'`](?P<pkg>[\w.]+)[’']|It is a member of the hidden package [‘'`](?P<pkg2>[^’']+)[’']"),
+    r("purescript.missing_module", "purs", Dependency, 0.8, r"Module (?P<pkg>[\w.]+) was not found\.?$"),
+    r("nuget.resolve", "nuget", Dependency, 1.0, r"error (?P<code>NU1\d{3}): (?P<msg>.+)|Unable to find package '?(?P<pkg>[\w.-]+)'?|Unable to resolve '(?P<pkg2>[^']+)'|NuGet\.\w+Exception|Package restore failed"),
+    r("dotnet.restore", "dotnet", Dependency, 0.7, r"dotnet restore\b.*(?:failed|exited with)|Execution of \{ dotnet restore\b"),
+    r("cocoapods.resolve", "cocoapods", Dependency, 1.0, r#"CocoaPods could not find compatible versions for pod "(?P<pkg>[^"]+)"|Unable to find a specification for [`"']?(?P<pkg2>[\w/.-]+)|None of your spec sources contain a spec satisfying the dependency|\[!\] Unable to (?:find|satisfy)"#),
+    r("carthage", "carthage", Dependency, 0.9, r#"Dependency "(?P<pkg>[^"]+)" has no shared framework schemes|Failed to check out repository|Could not find any available versions for|unable to satisfy the following requirements|Task failed with exit code \d+:.*carthage"#),
+    r("swiftpm.resolve", "swiftpm", Dependency, 1.0, r"Dependencies could not be resolved because|because no versions of '?(?P<pkg>[\w.-]+)'? match the requirement|version solving failed|error: failed to clone|the package at .* cannot be accessed"),
+    r("r.missing_package", "R", Dependency, 1.0, r"Packages? required but not available:\s*(?:‘|')?(?P<pkg>[\w.]+)|there is no package called ‘(?P<pkg2>[\w.]+)’|dependenc(?:y|ies) ‘?(?P<pkg3>[^’ ]+)’? (?:is|are) not available|package ‘(?P<pkg4>[\w.]+)’ is not available|Packages? suggested but not available"),
+    r("perl.missing", "perl", Dependency, 1.0, r"Can't locate (?P<pkg>\S+\.pm) in @INC|Installing the dependencies failed: Modules? '?(?P<pkg2>[\w:]+)'? (?:is|are) not installed|^! (?:Installing|Configure failed for|Finding) (?P<pkg3>\S+)(?: failed| on cpanmetadb failed)"),
+    r("lua.missing", "lua", Dependency, 0.6, r"module '(?P<pkg>[\w.-]+)' not found|No results matching query were found for Lua|Error: Could not satisfy dependency"),
+    r("emacs.package", "emacs", Dependency, 0.9, r"Package [‘'`](?P<pkg>[\w-]+)-?(?P<ver>[\d.]*)[’'] is unavailable|Cannot open load file: (?:No such file or directory|[Nn]o such file), (?P<pkg2>[\w-]+)|Failed to (?:download|install) [‘'`](?P<pkg3>[\w-]+)[’']"),
+    r("latex.missing_file", "latex", Dependency, 1.0, r"! LaTeX Error: File `(?P<pkg>[^']+\.(?:sty|cls|def|cfg|fd))' not found|! I can't find file `(?P<pkg2>[^']+)'"),
+    r("apt.missing", "apt", Dependency, 0.9, r"E: Unable to locate package (?P<pkg>\S+)|E: Package '(?P<pkg2>[^']+)' has no installation candidate|The following packages have unmet dependencies|E: Version '(?P<ver>[^']+)' for '(?P<pkg3>[^']+)' was not found"),
+    r("brew.missing", "homebrew", Dependency, 0.9, r#"Error: No (?:available formula|formulae found|such keg).* "?(?P<pkg>[\w@.-]+)"?"#),
+    r("cmake.find_package", "cmake", Dependency, 1.0, r#"Could NOT find (?P<pkg>\w+)|Could not find a package configuration file provided by "(?P<pkg2>[^"]+)"|By not providing "Find(?P<pkg3>\w+)\.cmake"|Unable to find the requested Boost libraries"#),
+    r("pkgconfig.missing", "pkg-config", Dependency, 0.9, r"Package (?P<pkg>[\w.+-]+) was not found in the pkg-config search path|No package '(?P<pkg2>[^']+)' found"),
+    r("cc.missing_header", "gcc/clang", Dependency, 0.7, r"fatal error: '?(?P<pkg>[\w./+-]+\.h(?:pp)?)'?(?::)? (?:file not found|No such file or directory)"),
+    r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open"),
+    r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed).*)$"),
+    r("dep.vendored_error", "vendored source", Dependency, 0.9, r"(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
+    r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
+
+    // ------------------------------------------------------- configuration
+    r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^sh: \d+: (?P<cmd2>[\w.+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
+    r("shell.no_such_file", "shell", Config, 0.7, r"^(?P<file>\S+): line (?P<line>\d+): (?:cd: )?(?P<msg>\S+: No such file or directory)$|^(?:bash|sh|zsh): (?P<file2>\S+): No such file or directory$"),
+    r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:line \d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
+    r("windows.not_recognized", "windows shell", Config, 1.0, r"is not recognized as (?:an internal or external command|the name of a cmdlet, function, script file, or operable program)"),
+    r("rake.config", "rake", Config, 1.0, r"No Rakefile found \(looking for|Don't know how to build task '(?P<cmd>[^']+)'"),
+    r("make.config", "make", Config, 0.8, r"No rule to make target '(?P<cmd>[^']+)'(?:, needed by|\.\s+Stop)|No targets specified and no makefile found|make: \*\*\* No rule to make target"),
+    r("npm.missing_script", "npm", Config, 1.0, r#"npm ERR! missing script: (?P<cmd>\S+)|Missing script: "(?P<cmd2>[^"]+)"|npm ERR! enoent .*package\.json|error Command "(?P<cmd3>[^"]+)" not found"#),
+    r("node.engine", "node", Config, 1.0, r#"The engine "(?P<pkg>\w+)" is incompatible with this module|Unsupported engine|requires? (?:a )?(?:node|Node\.js) (?:version )?(?P<ver>[<>=^~\d.x ]+)"#),
+    r("gradle.config", "gradle", Config, 0.9, r"Task '(?P<cmd>[^']+)' not found in (?:root )?project|Could not find method (?P<msg>\w+\(\)) for arguments|A problem occurred (?:evaluating|configuring) (?:root )?project|Could not get unknown property|Gradle requires Java|Unsupported class file major version|Could not determine java version|Could not find or load main class org\.gradle\.wrapper"),
+    r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
+    r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)"),
+    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
+    r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
+    r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)"),
+    r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)"),
+    r("cmake.config", "cmake", Config, 0.7, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?|The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required"),
+    r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
+    r("ci.travis", "travis", Config, 1.0, r"(?i)^(?:ERROR: )?(?:invalid|could not parse|unable to parse) \.travis\.yml|Could not find \.travis\.yml|unsupported language|^This job (?:was configured|is configured) to|language: \w+ is not supported"),
+    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec"),
+    r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|No test report files were found\. Configuration error\?|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
+    r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
+    r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
+    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository)|error: pathspec '(?P<cmd>[^']+)' did not match"),
+    r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|token|credentials)"),
+    r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
+    r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
+
+    // ------------------------------------------------------ infrastructure
+    r("travis.no_output", "travis", Infra, 1.0, r"No output has been received in the last \d+m\d*s?, this potentially indicates a stalled build|The job exceeded the maximum time limit for jobs|The job exceeded the maximum log length|Your test run exceeded \d+ (?:minutes|hour)"),
+    r("travis.vm", "travis", Infra, 1.0, r"We were unable to start a VM|An error occurred while generating the build script|The build has been terminated|There was an error in the VM|Unable to connect to the (?:Travis CI|build) (?:API|server)"),
+    r("gha.runner", "github actions", Infra, 1.0, r"The runner has received a shutdown signal|lost communication with the server|has exceeded the maximum execution time of|The hosted runner encountered an error|The operation was canceled\.$|Received request to deprovision|No space left on device"),
+    r("jenkins.agent", "jenkins", Infra, 1.0, r"Agent went offline during the build|Cannot contact \S+: java\.lang\.InterruptedException|ChannelClosedException|ClosedChannelException|Build timed out \(after \d+ minutes\)|Timeout has been exceeded|FATAL: (?:command execution failed|Unable to produce a script file)|RemotingSystemException|Connection was broken"),
+    r("timeout.exit_code", "ci", Infra, 0.9, r#"^The command ".*" (?:failed and )?exited with 124\.?|\btimeout: (?:sending signal|the monitored command)|^Terminated$|\bexited with (?:code )?143\b"#),
+    r("timeout.run", "ci", Infra, 0.9, r"(?i)^(?:tests?|test run|build|job|step|command|script)s? (?:timed out|has timed out|exceeded (?:the )?(?:time|timeout))\b|\bexceeded the (?:maximum )?(?:time ?limit|timeout)\b|\b(?:hard|global) timeout\b"),
+    r("oom", "machine", Infra, 1.0, r"(?i)\bout of memory\b|OutOfMemoryError|\boom[- ]?kill(?:ed|er)?\b|Cannot allocate memory|virtual memory exhausted|memory cgroup out of memory|\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*137\b|signal: killed|Killed signal terminated program|^Killed$|The build daemon disappeared unexpectedly|JavaScript heap out of memory"),
+    r("disk", "machine", Infra, 1.0, r"(?i)No space left on device|disk (?:quota exceeded|full)|\bENOSPC\b|not enough (?:disk )?space"),
+    r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host"),
+    r("network.connect", "network", Infra, 0.9, r"(?i)\bETIMEDOUT\b|\bECONNRESET\b|\bECONNREFUSED\b|Connection (?:timed out|reset by peer|refused)|Failed to connect to \S+ port \d+|Network is unreachable|No route to host|\bsocket hang up\b|Read timed out|connect timed out|TLS handshake timeout|i/o timeout|Operation timed out|EHOSTUNREACH|early EOF|The remote end hung up unexpectedly|RPC failed; curl \d+"),
+    r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
+    r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|returned|error|response)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
+    r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),
+    r("network.bind", "network", Infra, 0.9, r"(?i)\bbind: address already in use\b|\bEADDRINUSE\b|Address already in use"),
+    r("network.fetch_failed", "network", Infra, 0.7, r"^(?:W|E): Failed to fetch |^Err:\d+ https?://|Unable to fetch some archives|Hash Sum mismatch|Failed to download .* (?:timed out|after \d+ attempts)|download failed|Could not transfer artifact .* (?:Connection|timed out|Read timed out)"),
+    r("docker.daemon", "docker", Infra, 1.0, r"Cannot connect to the Docker daemon|error during connect:|Error response from daemon: (?:Get|Head) \S+: (?:net/http|dial tcp|EOF|context deadline)|error pulling image configuration"),
+    r("service.unavailable", "service", Infra, 0.7, r"(?i)\b(?:could not|couldn't|unable to) connect to (?:the )?(?:server|database|mysql|postgres|redis|mongo|elasticsearch|rabbitmq|selenium|emulator|simulator|device|X server|display)\b|cannot open display|Xvfb failed|Timed out waiting for (?:simulator|emulator|device)|emulator: ERROR|device (?:offline|not found)"),
+    r("ci.killed", "ci", Infra, 0.8, r"(?i)\b(?:process|build|job|runner) (?:was )?(?:killed|terminated|cancelled|canceled|aborted)(?: by| due| because|\.|$)|received signal (?:SIGKILL|SIGTERM|9|15)\b"),
+    r("infra.flaky_service", "service", Infra, 0.5, r"(?i)\b(?:please try again later|temporarily unavailable|service is (?:down|unavailable)|an unexpected error has occurred|internal server error)\b"),
+];
+
+/// The failing step's command says which kind of step failed: how the
+/// category leans when its lines are not decisive.
+#[rustfmt::skip]
+pub const STEP_KINDS: &[(&str, Kind)] = &[
+    (r"(?i)\b(?:npm (?:ci|install|i)|yarn(?: install)?\s*(?:--\S+\s*)*$|pnpm install|pip3? install|poetry install|pipenv install|conda (?:install|env)|bundle(?: install)?\s*(?:--\S+\s*)*$|gem install|composer (?:install|update|require)|go (?:get|mod (?:download|tidy))|cargo (?:fetch|update)|dotnet restore|nuget restore|mix deps\.get|rebar3? get-deps|lein deps|cabal (?:update|install --only-dependencies|v2-build --only-dependencies)|stack (?:setup|build --only-dependencies)|pod (?:install|update|repo update)|carthage (?:bootstrap|update|checkout)|swift package resolve|bower install|apt(?:-get)? install|brew install|install\.packages|cpanm|luarocks install|opam install|Rscript -e .*install|mvn .*dependency:|install-deps|deps\.sh)\b", Kind::Dependency),
+    (r"(?i)\b(?:eslint|tslint|stylelint|jshint|jscs|rubocop|flake8|pylint|pycodestyle|black --check|isort --check|gofmt|goimports|golint|golangci-lint|gometalinter|go vet|shellcheck|markdownlint|mdl|remark|awesome_bot|markdown-link-check|lychee|htmlproofer|linkchecker|vint|luacheck|hlint|credo|swiftlint|checkstyle|spotless\w*|ktlint|scalastyle|scalafmt|clang-format|clang-tidy|cppcheck|phpcs|php-cs-fixer|phpstan|psalm|clippy|rustfmt|cargo fmt|mix format|codespell|misspell|editorconfig|lint\w*)\b", Kind::Lint),
+    (r"(?i)\b(?:test|tests|spec|specs|check|pytest|py\.test|nosetests|tox|jest|mocha|karma|jasmine|ava|tap|rspec|minitest|cucumber|phpunit|ctest|prove|busted|ert|vader|testthat|go test|cargo test|dotnet test|xcodebuild .*test|swift test|mvn (?:-\S+ )*(?:verify|test|install)|gradlew? (?:\S+ )*(?:test|check|build)|sbt (?:\S+ )*test|mix test|rebar3? (?:eunit|ct)|ct_run|lein test|stack test|cabal (?:v2-)?test|R CMD check)\b", Kind::TestFailed),
+    (r"(?i)\b(?:deploy|publish|upload|release|push|firebase|surge|netlify|heroku|s3 sync|gh-pages|codecov|coveralls)\b", Kind::Infra),
+];
+
+/// The built-in knowledge-base entry (`analysis/kb/patterns.json`) that
+/// documents a rule's kind of failure: its root cause and fix.
+pub fn kb_slug(rule: &Rule) -> &'static str {
+    let id = rule.id;
+    let has = |p: &str| id.contains(p);
+    match rule.kind {
+        Assertion if has("snapshot") => "snapshot-mismatch",
+        Assertion => "assertion-failure",
+        TestFailed | TestSummary => "test-suite-failed",
+        Crash if has("native") || has("sanitizer") || has("valgrind") => "segfault-or-abort",
+        Crash if has("panic") => "panic",
+        Crash if has("uncaught") => "type-error",
+        Crash => "uncaught-exception",
+        Compile if id.starts_with("rust") => "rust-compile-error",
+        Compile
+            if ["javac", "kotlinc", "scalac", "maven", "gradle", "sbt"].contains(&rule.tool) =>
+        {
+            "jvm-compile-error"
+        }
+        Compile if ["gcc/clang", "clang", "msvc"].contains(&rule.tool) => "c-cpp-compile-error",
+        Compile if rule.tool == "tsc" => "typescript-compile-error",
+        Compile if rule.tool == "go build" => "go-build-error",
+        Compile if rule.tool == "ld" => "linker-error",
+        Compile if has("make") || has("xcode") => "generic-build-failure",
+        Compile => "syntax-error",
+        Lint => "lint-or-format-failure",
+        Dependency
+            if has("no_module")
+                || has("cannot_find_module")
+                || has("load_error")
+                || has("missing") && !has("lib")
+                || has("hidden_module")
+                || has("missing_module") =>
+        {
+            "missing-module"
+        }
+        Dependency
+            if has("header")
+                || has("pkgconfig")
+                || has("missing_lib")
+                || has("cmake")
+                || has("configure")
+                || has("apt")
+                || has("brew") =>
+        {
+            "missing-system-library"
+        }
+        Dependency if has("lockfile") => "lockfile-out-of-date",
+        Dependency if has("resolve") || has("conflict") || has("eresolve") => {
+            "dependency-version-conflict"
+        }
+        Dependency => "package-not-found",
+        Config if has("command_not_found") || has("not_recognized") => "command-not-found",
+        Config if has("permission") => "permission-denied",
+        Config if has("env") => "missing-credentials",
+        Config if has("unknown_flag") => "unknown-cli-option",
+        Config if has("version") || has("engine") || has("jdk") => "toolchain-version-mismatch",
+        Config if has("docker") => "docker-image-pull-failed",
+        Config => "invalid-config-syntax",
+        Infra if has("no_output") || has("timeout") => "job-timeout",
+        Infra if has("oom") => "oom-killed",
+        Infra if has("disk") => "disk-full",
+        Infra if has("dns") => "dns-resolution-failure",
+        Infra if has("rate_limit") => "registry-rate-limit",
+        Infra if has("http5xx") || has("flaky") => "upstream-service-unavailable",
+        Infra if has("docker") => "docker-daemon-unavailable",
+        Infra if has("fetch_failed") => "network-timeout",
+        Infra if has("connect") || has("tls") || has("service") => "connection-reset",
+        Infra if has("bind") => "os-resource-limit",
+        Infra => "runner-lost",
+    }
+}

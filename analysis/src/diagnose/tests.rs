@@ -1,0 +1,118 @@
+//! Each ecosystem's recognisers on short snippets written for these tests
+//! in the tools' real output formats (not lines of any labelled data set).
+
+use super::*;
+
+fn category(text: &str) -> Category {
+    diagnose_text(text).category
+}
+
+#[test]
+fn nothing_recognised_is_unknown() {
+    let d = diagnose_text("Cloning into 'x'...\nall good here\n");
+    assert_eq!(d.category, Category::Unknown);
+    assert!(d.confidence < 0.3);
+}
+
+#[test]
+fn pytest_failure_names_the_test() {
+    let d = diagnose_text(
+        "____________________ test_totals_round ____________________\n\
+         E       assert 3 == 4\n\
+         tests/test_money.py:12: AssertionError\n\
+         FAILED tests/test_money.py::test_totals_round - assert 3 == 4\n\
+         ========== 1 failed, 20 passed in 1.20s ==========",
+    );
+    assert_eq!(d.category, Category::TestFailure);
+    let t = &d.facts.failing_tests[0];
+    assert_eq!(t.name, "test_totals_round");
+    assert_eq!(t.file.as_deref(), Some("tests/test_money.py"));
+}
+
+#[test]
+fn rustc_error_is_code_with_location() {
+    let d = diagnose_text(
+        "error[E0308]: mismatched types\n  --> src/ledger.rs:42:9\n   |\nerror: could not compile `ledger` due to previous error",
+    );
+    assert_eq!(d.category, Category::CodeError);
+    let diag = d.facts.diagnostic.unwrap();
+    assert_eq!(diag.code.as_deref(), Some("E0308"));
+    assert_eq!(diag.file.as_deref(), Some("src/ledger.rs"));
+    assert_eq!(diag.line, Some(42));
+}
+
+#[test]
+fn missing_module_explains_the_test_errors_it_causes() {
+    let d = diagnose_text(
+        "ImportError while importing test module 'tests/test_cfg.py'.\n\
+         E   ModuleNotFoundError: No module named 'yaml'\n\
+         ERROR tests/test_cfg.py\n!!!!! Interrupted: 1 error during collection !!!!!",
+    );
+    assert_eq!(d.category, Category::DependencyError);
+    assert_eq!(d.facts.packages[0].name, "yaml");
+}
+
+#[test]
+fn a_time_limit_explains_the_tests_it_cut_short() {
+    let d = diagnose_text(
+        "--- FAIL: TestSync (0.20s)\n\
+         No output has been received in the last 10m0s, this potentially indicates a stalled build or something wrong with the build itself.",
+    );
+    assert_eq!(d.category, Category::InfraError);
+}
+
+#[test]
+fn an_uncaught_error_in_a_test_is_a_code_error() {
+    let d = diagnose_text(
+        "  1) parser handles empty input:\n     TypeError: Cannot read properties of undefined (reading 'length')\n      at parse (lib/parser.js:10:3)\n\n  1 failing",
+    );
+    assert_eq!(d.category, Category::CodeError);
+}
+
+#[test]
+fn lint_and_link_checks_are_code_errors() {
+    assert_eq!(
+        category(
+            "src/app.js\n  12:5  error  'x' is defined but never used  no-unused-vars\n\n✖ 1 problem (1 error, 0 warnings)"
+        ),
+        Category::CodeError
+    );
+    assert_eq!(
+        category("> Links\n  1. [L0042] 404 https://example.org/gone\n> Dupes\n  None ✓"),
+        Category::CodeError
+    );
+}
+
+#[test]
+fn command_not_found_is_config() {
+    let d = diagnose_text("./ci/build.sh: line 4: bazel: command not found");
+    assert_eq!(d.category, Category::ConfigError);
+}
+
+#[test]
+fn npm_404_names_the_package() {
+    let d = diagnose_text(
+        "npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/left-padd - Not found",
+    );
+    assert_eq!(d.category, Category::DependencyError);
+    assert_eq!(d.facts.packages[0].name, "left-padd");
+}
+
+#[test]
+fn every_rule_compiles_and_documents_itself_in_the_knowledge_base() {
+    let _ = &*COMPILED;
+    let mut ids = std::collections::HashSet::new();
+    for r in rules::RULES {
+        assert!(ids.insert(r.id), "duplicate rule id {}", r.id);
+        assert!(r.weight > 0.0 && r.weight <= 1.0, "{}", r.id);
+        let slug = rules::kb_slug(r);
+        let entry =
+            crate::kb::lookup(slug).unwrap_or_else(|| panic!("{}: no kb entry {slug}", r.id));
+        assert_eq!(
+            entry.category,
+            r.kind.category().as_str(),
+            "{} -> {slug}",
+            r.id
+        );
+    }
+}
