@@ -50,6 +50,8 @@ async fn main() -> anyhow::Result<()> {
     .context("invalid telemetry configuration")?;
     let metrics = faultline_shared::metrics::install("faultline-worker");
     let mut settings = Settings::from_env().context("invalid configuration")?;
+    // Compile the diagnosis's recognisers now, not inside the first step.
+    faultline_shared::diagnose::warm_up();
     if let Some(c) = args.concurrency {
         settings.worker_concurrency = c.max(1);
     }

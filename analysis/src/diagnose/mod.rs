@@ -170,6 +170,12 @@ fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
     out
 }
 
+/// Compiles the recognisers (otherwise done by the first diagnosis).
+pub fn warm_up() {
+    LazyLock::force(&COMPILED);
+    LazyLock::force(&VENDORED);
+}
+
 /// Diagnoses an excerpt (its lines, failed steps and tail).
 pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
     let mut hits: Vec<Hit> = Vec::new();
@@ -211,24 +217,52 @@ pub fn diagnose_text(text: &str) -> Diagnosis {
     diagnose_hits(hits, None, None)
 }
 
+/// Uncaught error types: an "assertion" or "expectation" that reports one
+/// of these is a crash the runner caught, not a failed expectation.
+static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:TypeError|ReferenceError|NameError|NoMethodError|AttributeError|NullPointerException|NullReferenceException|LocalJumpError|undefined method|is not a function|is not defined|Cannot read propert(?:y|ies) of (?:undefined|null))\b")
+        .expect("built-in pattern compiles")
+});
+
+/// An HTTP 404 says the thing asked for does not exist: whatever fetched
+/// it, that is not the network failing.
+static NOT_FOUND_404: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b404\b").expect("built-in pattern compiles"));
+
 fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str, factor: f32) {
-    for rule in matches_of(text) {
+    let matched = matches_of(text);
+    let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
+    for rule in matched {
         let r = &rules::RULES[rule];
+        if rules::SUPERSEDES
+            .iter()
+            .any(|(better, worse)| *worse == r.id && ids.contains(better))
+        {
+            continue;
+        }
+        if r.kind == Kind::Infra && NOT_FOUND_404.is_match(text) {
+            continue;
+        }
         let mut weight = r.weight * factor * WEIGHT_SCALE;
         let mut caps = captures(rule, text);
         let mut rule = rule;
         // An error inside a third-party source tree is the dependency's.
         if matches!(r.kind, Kind::Compile | Kind::Crash)
             && caps.get("file").is_some_and(|f| VENDORED.is_match(f))
-        {
-            if let Some(dep) = rules::RULES
+            && let Some(dep) = rules::RULES
                 .iter()
                 .position(|x| x.id == "dep.vendored_error")
-            {
-                rule = dep;
-                weight = rules::RULES[dep].weight * factor * WEIGHT_SCALE;
-                caps.remove("file");
-            }
+        {
+            rule = dep;
+            weight = rules::RULES[dep].weight * factor * WEIGHT_SCALE;
+            caps.remove("file");
+        }
+        if matches!(rules::RULES[rule].kind, Kind::Assertion)
+            && UNCAUGHT.is_match(text)
+            && let Some(crash) = rules::RULES.iter().position(|x| x.id == "js.uncaught")
+        {
+            rule = crash;
+            weight = rules::RULES[crash].weight * factor * WEIGHT_SCALE * 0.9;
         }
         hits.push(Hit {
             rule,
@@ -243,11 +277,11 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str, factor: f32) {
 fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
     // The step that failed leans the verdict when its lines do not decide.
     let mut priors: Vec<(Kind, f32, String)> = Vec::new();
-    if let Some(cmd) = command {
-        if let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd)) {
-            let w = if *kind == Kind::Infra { 0.2 } else { 0.3 };
-            priors.push((*kind, w, format!("failed step `{cmd}`")));
-        }
+    if let Some(cmd) = command
+        && let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd))
+    {
+        let w = if *kind == Kind::Infra { 0.2 } else { 0.3 };
+        priors.push((*kind, w, format!("failed step `{cmd}`")));
     }
     match exit_code {
         Some(124) => priors.push((Kind::Infra, 0.8, "exit code 124: a time limit".into())),
@@ -312,11 +346,29 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
     let mut dependency = k(Kind::Dependency);
     let mut configuration = k(Kind::Config);
     let infrastructure = k(Kind::Infra);
+    // A link checker reports unreachable sites: its network errors are its
+    // findings, not the runner's network.
+    let links = best
+        .values()
+        .map(|&i| &hits[i])
+        .filter(|h| rules::RULES[h.rule].id.starts_with("links."))
+        .map(|h| h.weight)
+        .fold(0.0f32, f32::max);
+    // The network failing explains a download that failed.
+    let network = best
+        .values()
+        .map(|&i| &hits[i])
+        .filter(|h| rules::RULES[h.rule].id.starts_with("network.") && h.weight >= 0.7)
+        .map(|h| h.weight)
+        .fold(0.0f32, f32::max);
 
     // Causes explain symptoms.
+    let infrastructure = infrastructure * (1.0 - 0.8 * links);
+    let infra = infra * (1.0 - 0.8 * links);
     let explains = |score: &mut f32, cause: f32, factor: f32| {
         *score *= 1.0 - factor * cause;
     };
+    explains(&mut dependency, network, 0.6);
     explains(&mut test, infra, 0.8);
     explains(&mut code, infra, 0.5);
     explains(&mut configuration, infra, 0.3);

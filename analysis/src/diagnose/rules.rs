@@ -99,7 +99,7 @@ use Kind::*;
 
 /// Third-party source trees: an error *inside* one of these is the
 /// dependency's, not the project's.
-pub const VENDORED: &str = r"(?:node_modules|\.cargo[/\\]registry|site-packages|dist-packages|vendor[/\\]bundle|\.m2[/\\]repository|go[/\\]pkg[/\\]mod|\.gradle[/\\]caches|\.stack[/\\]|\.cabal[/\\]packages|bower_components|Pods[/\\]|Carthage[/\\]Checkouts|\.nuget[/\\]packages|gems[/\\][\w.-]+-\d)";
+pub const VENDORED: &str = r"(?:(?:^|[/\\])vendor[/\\]|node_modules|\.cargo[/\\]registry|site-packages|dist-packages|vendor[/\\]bundle|\.m2[/\\]repository|go[/\\]pkg[/\\]mod|\.gradle[/\\]caches|\.stack[/\\]|\.cabal[/\\]packages|bower_components|Pods[/\\]|Carthage[/\\]Checkouts|\.nuget[/\\]packages|gems[/\\][\w.-]+-\d)";
 
 #[rustfmt::skip]
 pub const RULES: &[Rule] = &[
@@ -213,7 +213,7 @@ pub const RULES: &[Rule] = &[
     r("vader.failed", "vader", TestFailed, 0.9, r"^\(X\) |Success/Total: \d+/\d+ \(.*assertions?: \d+/\d+\)"),
     r("testthat.failure", "testthat", Assertion, 1.0, r"^(?:\d+\. )?(?:──? )?Failure \(@?(?P<file>[\w.-]+\.R)[#:](?P<line>\d+)(?::\d+)?\):? (?P<test>.+?)(?: ─+)?$"),
     r("testthat.summary", "testthat", TestSummary, 0.9, r"^(?:══ )?(?:OK|Skipped|Warnings|Failed):\s+[1-9]\d*|\[ FAIL [1-9]\d* \|"),
-    r("rcmdcheck.tests", "R CMD check", TestSummary, 0.6, r"^Running the tests in .* failed\.$|checking tests \.\.\. ERROR"),
+    r("rcmdcheck.tests", "R CMD check", TestSummary, 0.4, r"^Running the tests in .* failed\.$|checking tests \.\.\. ERROR"),
     r("prove.failed_test", "prove", Assertion, 1.0, r"^#\s+Failed test (?:'(?P<test>[^']*)'|at)"),
     r("prove.file", "prove", TestFailed, 0.9, r"^(?P<file>[\w./-]+\.t) \.+ ?(?:\d+/\d+ )?(?:Failed \d+/\d+ subtests|Dubious, test returned)"),
     r("prove.result", "prove", TestSummary, 0.8, r"^Result: FAIL$|^Failed \d+/\d+ test programs"),
@@ -233,7 +233,8 @@ pub const RULES: &[Rule] = &[
     r("generic.test_crashed", "test runner", Crash, 0.6, r"(?i)\btest crashed\b"),
 
     // ------------------------------------------------------- compilers, checkers
-    r("rustc.error", "rustc", Compile, 1.0, r"^error(?:\[(?P<code>E\d{4})\])?: (?P<msg>.+)$"),
+    r("rustc.error", "rustc", Compile, 1.0, r"^error\[(?P<code>E\d{4})\]: (?P<msg>.+)$"),
+    r("rustc.error_plain", "rustc", Compile, 0.6, r"^error: (?P<msg>(?:expected|cannot|mismatched|unresolved|use of|no method|no field|this|the trait|unused|unknown|missing|borrowed|lifetime|could not find|linking with|unexpected|unterminated|non-exhaustive|casting|binary operation|mutable|unnecessary|variable|value|type|function|struct|enum|method|field|module|macro|expected|found).+)$"),
     r("rustc.location", "rustc", Compile, 0.6, r"^--> (?P<file>[\w./\\:-]+\.rs):(?P<line>\d+):(?P<col>\d+)$"),
     r("rustc.could_not_compile", "cargo", Compile, 0.8, r"^error: (?:could not compile `(?P<pkg>[\w-]+)`|aborting due to (?:\d+ )?previous errors?)"),
     r("clippy.lint", "clippy", Lint, 0.9, r"#\[deny\(clippy::\w+\)\]|clippy::\w+\)\]` on by default|-D clippy::"),
@@ -252,7 +253,7 @@ pub const RULES: &[Rule] = &[
     r("tsc.error", "tsc", Compile, 1.0, r"(?P<file>[\w./\\@-]+\.(?:tsx?|vue))(?:\((?P<line>\d+),(?P<col>\d+)\)|:(?P<line2>\d+):(?P<col2>\d+))\s*(?:-\s*)?:?\s*error (?P<code>TS\d+): (?P<msg>.+)"),
     r("tsc.prose", "tsc", Compile, 0.8, r"(?P<file>[\w./\\@-]+\.tsx?) \((?P<line>\d+),(?P<col>\d+)\): (?P<msg>.+) \((?P<code>\d{4})\)$"),
     r("go.compile", "go build", Compile, 1.0, r"^(?:\./|\.\./)?(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:undefined|cannot|syntax error|missing|too many|not enough|invalid|imported and not used|declared (?:and|but) not used|\S+ redeclared|non-name|unexpected|expected|mismatched|multiple-value|assignment mismatch|\S+ is not a type|no new variables).*)$"),
-    r("go.vet", "go vet", Lint, 0.8, r"^(?:#|vet:) .*|^(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?:\w+ )?(?:call has possible formatting directive|possible misuse|unreachable code|result of fmt\.\w+ call not used|struct field tag)"),
+    r("go.vet", "go vet", Lint, 0.8, r"^vet: .*|^(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?:\w+ )?(?:call has possible formatting directive|possible misuse|unreachable code|result of fmt\.\w+ call not used|struct field tag)"),
     r("swift.error", "swiftc", Compile, 1.0, r"^(?:❌\s+)?(?P<file>[\w./\\ -]+\.swift):(?P<line>\d+):(?P<col>\d+): (?:error: )?(?P<msg>.+)$"),
     r("objc.xcpretty_error", "xcpretty", Compile, 0.9, r"^❌\s+(?P<file>[\w./\\ -]+\.(?:m|mm|h|c|cpp)):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
     r("xcode.build_failed", "xcodebuild", Compile, 0.7, r"\*\* (?:BUILD|ARCHIVE) FAILED \*\*|^The following build commands failed:"),
@@ -262,7 +263,7 @@ pub const RULES: &[Rule] = &[
     r("elixir.compile", "elixirc", Compile, 1.0, r"^== Compilation error in file (?P<file>\S+) ==|^\*\* \((?:CompileError|SyntaxError|TokenMissingError|MismatchedDelimiterError)\) (?P<file2>[\w./-]+\.exs?):(?P<line>\d+)"),
     r("python.syntax", "python", Compile, 1.0, r"^(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
     r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
-    r("php.parse", "php", Compile, 1.0, r"PHP (?:Parse|Fatal) error:\s+(?P<msg>.+?) in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+)"),
+    r("php.parse", "php", Compile, 1.0, r"PHP Parse error:\s+(?P<msg>.+?) in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+)"),
     r("ruby.syntax", "ruby", Compile, 1.0, r"(?P<file>[\w./-]+\.(?:rb|rake|gemspec)):(?P<line>\d+): syntax error, (?P<msg>.+)"),
     r("coffee.error", "coffee", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:coffee|litcoffee)):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$"),
     r("babel.syntax", "babel", Compile, 0.9, r"SyntaxError: (?P<file>[\w./-]+\.[jt]sx?): (?P<msg>.+) \((?P<line>\d+):(?P<col>\d+)\)"),
@@ -295,7 +296,7 @@ pub const RULES: &[Rule] = &[
     r("erlang.crash", "erlang", Crash, 0.8, r"(?:terminated|exit value|crash report|Error in process \S+ with exit value).*\{\{?(?:badmatch|badarg|undef|function_clause|case_clause|badarith|noproc|badrecord|if_clause|bad_lib)\b"),
     r("haskell.exception", "ghc", Crash, 0.8, r"\*\*\* Exception: (?P<msg>.+)$|^\S+: Prelude\.\w+: (?:empty list|undefined)"),
     r("elixir.exception", "elixir", Crash, 0.7, r"^\*\* \((?P<code>\w+(?:\.\w+)*Error|FunctionClauseError|MatchError|CaseClauseError|UndefinedFunctionError)\) (?P<msg>.+)$"),
-    r("php.fatal", "php", Crash, 0.8, r"PHP Fatal error:\s+Uncaught (?P<msg>.+)|^Fatal error: (?:Uncaught|Call to (?:a member function|undefined))"),
+    r("php.fatal", "php", Crash, 0.8, r"(?:PHP )?Fatal error:\s+(?P<msg>(?:Uncaught|Call to (?:a member function|undefined)|Allowed memory size).+?)(?: in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+))?$"),
     r("powershell.exception", "powershell", Crash, 0.4, r"^\+ (?:CategoryInfo|FullyQualifiedErrorId)\s+:"),
 
     // ------------------------------------------------- linters and checkers
@@ -391,7 +392,8 @@ pub const RULES: &[Rule] = &[
     r("cc.missing_header", "gcc/clang", Dependency, 0.7, r"fatal error: '?(?P<pkg>[\w./+-]+\.h(?:pp)?)'?(?::)? (?:file not found|No such file or directory)"),
     r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open"),
     r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed).*)$"),
-    r("dep.vendored_error", "vendored source", Dependency, 0.9, r"(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
+    r("dep.vendored_error", "vendored source", Dependency, 0.9, r"^(?:\S+: )?(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
+    r("dep.missing_reference", "compiler", Dependency, 0.7, r"error CS02(?:46|34): .*(?:are you missing (?:a using directive or )?an assembly reference|does not exist in the namespace)|error: package (?P<pkg>[\w.]+) does not exist|cannot access class file for (?P<pkg2>[\w.$]+) not found"),
     r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
 
     // ------------------------------------------------------- configuration
@@ -410,16 +412,18 @@ pub const RULES: &[Rule] = &[
     r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)"),
-    r("cmake.config", "cmake", Config, 0.7, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?|The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required"),
+    r("cmake.config", "cmake", Config, 0.9, r"The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required|Unknown CMake command|CMake Error: (?:The source|Could not find CMAKE_ROOT|Error required internal CMake variable)"),
+    r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
     r("ci.travis", "travis", Config, 1.0, r"(?i)^(?:ERROR: )?(?:invalid|could not parse|unable to parse) \.travis\.yml|Could not find \.travis\.yml|unsupported language|^This job (?:was configured|is configured) to|language: \w+ is not supported"),
     r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec"),
-    r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|No test report files were found\. Configuration error\?|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
+    r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
     r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
     r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository)|error: pathspec '(?P<cmd>[^']+)' did not match"),
     r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|token|credentials)"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
+    r("jenkins.no_reports", "jenkins", Config, 0.3, r"No test report files were found\. Configuration error\?"),
     r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
 
     // ------------------------------------------------------ infrastructure
@@ -434,7 +438,7 @@ pub const RULES: &[Rule] = &[
     r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host"),
     r("network.connect", "network", Infra, 0.9, r"(?i)\bETIMEDOUT\b|\bECONNRESET\b|\bECONNREFUSED\b|Connection (?:timed out|reset by peer|refused)|Failed to connect to \S+ port \d+|Network is unreachable|No route to host|\bsocket hang up\b|Read timed out|connect timed out|TLS handshake timeout|i/o timeout|Operation timed out|EHOSTUNREACH|early EOF|The remote end hung up unexpectedly|RPC failed; curl \d+"),
     r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
-    r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|returned|error|response)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
+    r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
     r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),
     r("network.bind", "network", Infra, 0.9, r"(?i)\bbind: address already in use\b|\bEADDRINUSE\b|Address already in use"),
     r("network.fetch_failed", "network", Infra, 0.7, r"^(?:W|E): Failed to fetch |^Err:\d+ https?://|Unable to fetch some archives|Hash Sum mismatch|Failed to download .* (?:timed out|after \d+ attempts)|download failed|Could not transfer artifact .* (?:Connection|timed out|Read timed out)"),
@@ -442,6 +446,33 @@ pub const RULES: &[Rule] = &[
     r("service.unavailable", "service", Infra, 0.7, r"(?i)\b(?:could not|couldn't|unable to) connect to (?:the )?(?:server|database|mysql|postgres|redis|mongo|elasticsearch|rabbitmq|selenium|emulator|simulator|device|X server|display)\b|cannot open display|Xvfb failed|Timed out waiting for (?:simulator|emulator|device)|emulator: ERROR|device (?:offline|not found)"),
     r("ci.killed", "ci", Infra, 0.8, r"(?i)\b(?:process|build|job|runner) (?:was )?(?:killed|terminated|cancelled|canceled|aborted)(?: by| due| because|\.|$)|received signal (?:SIGKILL|SIGTERM|9|15)\b"),
     r("infra.flaky_service", "service", Infra, 0.5, r"(?i)\b(?:please try again later|temporarily unavailable|service is (?:down|unavailable)|an unexpected error has occurred|internal server error)\b"),
+];
+
+/// On one line, the first rule of a pair says more than the second, which
+/// is then not counted (a YAML error in a content file is the content's; a
+/// missing header is a missing dependency, not just a compile error).
+pub const SUPERSEDES: &[(&str, &str)] = &[
+    ("yaml.content", "yaml.config"),
+    ("cc.missing_header", "cc.error"),
+    ("rustc.missing_crate", "rustc.error"),
+    ("cargo.resolve", "rustc.error_plain"),
+    ("tsc.missing_types", "tsc.error"),
+    ("tsc.missing_types", "tsc.prose"),
+    ("dep.missing_reference", "csc.error"),
+    ("dep.missing_reference", "javac.error"),
+    ("cmake.find_package", "cmake.error"),
+    ("cmake.config", "cmake.error"),
+    ("latex.missing_file", "latex.error"),
+    ("junit.assertion", "generic.assertion_failed"),
+    ("chai.assertion", "generic.assertion_failed"),
+    ("python.assertion", "generic.assertion_failed"),
+    ("php.fatal", "php.parse"),
+    ("links.awesome_bot", "network.dns"),
+    ("links.awesome_bot", "network.connect"),
+    // An assertion about a status or a timeout is the test's subject.
+    ("gotest.location", "network.http5xx"),
+    ("gotest.location", "network.connect"),
+    ("generic.expected_got", "network.http5xx"),
 ];
 
 /// The failing step's command says which kind of step failed: how the

@@ -116,3 +116,24 @@ fn every_rule_compiles_and_documents_itself_in_the_knowledge_base() {
         );
     }
 }
+
+#[test]
+fn go_test_failure_about_a_status_code_is_a_test_failure() {
+    let d = diagnose_text(
+        "=== RUN   TestSignup\n--- FAIL: TestSignup (0.02s)\n    signup_test.go:31: got status 500, want 201\nFAIL\texample.com/svc/signup\t0.120s",
+    );
+    assert_eq!(d.category, Category::TestFailure);
+    let t = &d.facts.failing_tests[0];
+    assert_eq!(
+        (t.name.as_str(), t.file.as_deref(), t.line),
+        ("TestSignup", Some("signup_test.go"), Some(31))
+    );
+}
+
+#[test]
+fn a_missing_report_after_a_failed_build_is_not_the_cause() {
+    let d = diagnose_text(
+        "Recording test results\nNo test report files were found. Configuration error?\nFinished: FAILURE",
+    );
+    assert!(d.confidence < 0.5, "{d:?}");
+}
