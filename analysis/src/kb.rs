@@ -63,6 +63,8 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet, RegexSetBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::text::{self, truncate_bytes};
+
 /// Valid categories, in the canonical order used for reporting scores.
 pub const CATEGORIES: [&str; 5] = [
     "CODE_ERROR",
@@ -643,21 +645,12 @@ fn ascii_word_boundaries(pattern: &str) -> String {
     out
 }
 
-fn truncate_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((i, _)) => format!("{}…", &s[..i]),
+    let cut = text::truncate_chars(s, max);
+    if cut.len() == s.len() {
+        s.to_string()
+    } else {
+        format!("{cut}…")
     }
 }
 

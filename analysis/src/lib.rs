@@ -15,6 +15,7 @@ mod category;
 pub mod diagnose;
 pub mod kb;
 pub mod logs;
+mod text;
 
 pub use category::Category;
 

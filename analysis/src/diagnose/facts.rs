@@ -152,11 +152,7 @@ impl Facts {
 }
 
 fn text(v: &str) -> String {
-    let v = v.trim();
-    match v.char_indices().nth(MAX_FACT_CHARS) {
-        Some((i, _)) => v[..i].to_string(),
-        None => v.to_string(),
-    }
+    crate::text::truncate_chars(v.trim(), MAX_FACT_CHARS).to_string()
 }
 
 fn number(v: Option<&String>) -> Option<u32> {

@@ -39,6 +39,7 @@ pub use rules::Kind;
 
 use crate::Category;
 use crate::logs::{Excerpt, clean_line};
+use crate::text::{truncate_bytes, truncate_chars};
 
 /// Lines of the excerpt a diagnosis reads (the `log_excerpt` tool's
 /// default).
@@ -105,6 +106,17 @@ struct Compiled {
     set: RegexSet,
     each: Vec<Regex>,
     steps: Vec<(Regex, Kind)>,
+    /// The rule an error inside a third-party tree becomes.
+    vendored: usize,
+    /// The rule a caught uncaught-error "assertion" becomes.
+    uncaught: usize,
+}
+
+fn rule_index(id: &str) -> usize {
+    rules::RULES
+        .iter()
+        .position(|r| r.id == id)
+        .unwrap_or_else(|| panic!("built-in rule {id} exists"))
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
@@ -122,7 +134,13 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .iter()
         .map(|(p, k)| (Regex::new(p).expect("built-in step pattern compiles"), *k))
         .collect();
-    Compiled { set, each, steps }
+    Compiled {
+        set,
+        each,
+        steps,
+        vendored: rule_index("dep.vendored_error"),
+        uncaught: rule_index("js.uncaught"),
+    }
 });
 
 static VENDORED: LazyLock<Regex> =
@@ -182,7 +200,7 @@ pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
     let mut seen_lines: Vec<u64> = Vec::new();
     for l in &excerpt.lines {
         let text = clean_line(&l.text);
-        collect(&mut hits, l.line_no, text.trim(), 1.0);
+        collect(&mut hits, l.line_no, text.trim());
         seen_lines.push(l.line_no);
     }
     // How the job ended: only the machine and the CI system speak there
@@ -192,7 +210,7 @@ pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
             continue;
         }
         let before = hits.len();
-        collect(&mut hits, *no, text, 1.0);
+        collect(&mut hits, *no, text);
         for h in &mut hits[before..] {
             let kind = rules::RULES[h.rule].kind;
             h.weight *= if kind == Kind::Infra { 0.9 } else { 0.3 };
@@ -212,7 +230,7 @@ pub fn diagnose_text(text: &str) -> Diagnosis {
     let mut hits = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let clean = clean_line(line);
-        collect(&mut hits, i as u64 + 1, clean.trim(), 1.0);
+        collect(&mut hits, i as u64 + 1, clean.trim());
     }
     diagnose_hits(hits, None, None)
 }
@@ -229,7 +247,7 @@ static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
 static NOT_FOUND_404: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b404\b").expect("built-in pattern compiles"));
 
-fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str, factor: f32) {
+fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     let matched = matches_of(text);
     let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
     for rule in matched {
@@ -243,38 +261,32 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str, factor: f32) {
         if r.kind == Kind::Infra && NOT_FOUND_404.is_match(text) {
             continue;
         }
-        let mut weight = r.weight * factor * WEIGHT_SCALE;
+        let mut weight = r.weight * WEIGHT_SCALE;
         let mut caps = captures(rule, text);
         let mut rule = rule;
         // An error inside a third-party source tree is the dependency's.
         if matches!(r.kind, Kind::Compile | Kind::Crash)
             && caps.get("file").is_some_and(|f| VENDORED.is_match(f))
-            && let Some(dep) = rules::RULES
-                .iter()
-                .position(|x| x.id == "dep.vendored_error")
         {
-            rule = dep;
-            weight = rules::RULES[dep].weight * factor * WEIGHT_SCALE;
+            rule = COMPILED.vendored;
+            weight = rules::RULES[rule].weight * WEIGHT_SCALE;
             caps.remove("file");
         }
-        if matches!(rules::RULES[rule].kind, Kind::Assertion)
-            && UNCAUGHT.is_match(text)
-            && let Some(crash) = rules::RULES.iter().position(|x| x.id == "js.uncaught")
-        {
-            rule = crash;
-            weight = rules::RULES[crash].weight * factor * WEIGHT_SCALE * 0.9;
+        if matches!(rules::RULES[rule].kind, Kind::Assertion) && UNCAUGHT.is_match(text) {
+            rule = COMPILED.uncaught;
+            weight = rules::RULES[rule].weight * WEIGHT_SCALE * 0.9;
         }
         hits.push(Hit {
             rule,
             weight,
             line_no,
-            line: truncate_chars(text, MAX_FINDING_CHARS),
+            line: truncate_chars(text, MAX_FINDING_CHARS).to_string(),
             captures: caps,
         });
     }
 }
 
-fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
+fn diagnose_hits(hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
     // The step that failed leans the verdict when its lines do not decide.
     let mut priors: Vec<(Kind, f32, String)> = Vec::new();
     if let Some(cmd) = command
@@ -477,7 +489,6 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
             }
         })
         .collect();
-    hits.clear();
     diagnosis
 }
 
@@ -492,24 +503,6 @@ fn confidence(s1: f32, s2: f32) -> f32 {
 
 fn round3(x: f32) -> f32 {
     (x * 1000.0).round() / 1000.0
-}
-
-fn truncate_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-fn truncate_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]

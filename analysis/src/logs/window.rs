@@ -183,11 +183,7 @@ pub(super) struct State<'o> {
 const MAX_COMMAND_CHARS: usize = 300;
 
 fn command_text(s: &str) -> String {
-    let s = s.trim();
-    match s.char_indices().nth(MAX_COMMAND_CHARS) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
-    }
+    crate::text::truncate_chars(s.trim(), MAX_COMMAND_CHARS).to_string()
 }
 
 /// Command and exit code named by a failure footer.
