@@ -27,10 +27,12 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
+use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 use serde::{Deserialize, Serialize};
 
+use super::baseline::Baseline;
 use super::window::State;
 
 /// One selected log line.
@@ -104,6 +106,10 @@ pub struct ExcerptOptions {
     /// Further windows join the best one if their value reaches this
     /// fraction of the best value.
     pub secondary_ratio: f32,
+    /// The last green log of the same job: a line it also printed (once
+    /// normalised) is the job's usual noise, so it neither opens a window
+    /// nor counts as signal in one (it may still be context inside a block).
+    pub baseline: Option<Arc<Baseline>>,
 }
 
 impl Default for ExcerptOptions {
@@ -116,6 +122,7 @@ impl Default for ExcerptOptions {
             max_windows: 16,
             footer_distance: 15,
             secondary_ratio: 0.75,
+            baseline: None,
         }
     }
 }
@@ -146,7 +153,11 @@ pub fn excerpt_reader<R: BufRead>(mut reader: R, opts: &ExcerptOptions) -> io::R
 /// Reads one line into `buf` (at most `max` bytes kept, the rest consumed,
 /// the `\n` dropped). Returns the line's full length in bytes, or `None` at
 /// the end of input.
-fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<Option<u64>> {
+pub(super) fn read_line<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<u64>> {
     buf.clear();
     let mut total = 0u64;
     loop {

@@ -29,6 +29,8 @@ struct Held {
     hash: u64,
     /// Blank lines between this line and the previous non-blank one.
     gap: u32,
+    /// The baseline (last green log) printed it too.
+    known: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -231,6 +233,14 @@ impl<'o> State<'o> {
         self.total_lines += 1;
         let (clean, tag) = clean_line_tagged(raw);
         let mut info = analyse(&clean, tag, raw.contains('\x1b') && is_red(raw));
+        // A line the job's last green log printed too is its usual noise:
+        // never an anchor or signal, at most context inside a block.
+        let known = info.score >= 0.0
+            && !info.blank
+            && (self.opts.baseline.as_ref()).is_some_and(|b| b.knows(&clean));
+        if known {
+            info.score = 0.0;
+        }
         if info.blank {
             self.blank_run += 1;
             return;
@@ -262,6 +272,7 @@ impl<'o> State<'o> {
             info,
             hash,
             gap: self.blank_run,
+            known,
         };
         self.spaced += 0.05 * (f32::from(u8::from(self.blank_run > 0)) - self.spaced);
         self.blank_run = 0;
@@ -413,7 +424,7 @@ impl<'o> State<'o> {
         let mut lines: Vec<&Held> = self
             .ring
             .iter()
-            .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0)
+            .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
             .collect();
         while lines.last().is_some_and(|h| h.info.wrapper) {
             lines.pop();
