@@ -72,6 +72,11 @@ enum Command {
         /// Most lines to print.
         #[arg(long, default_value_t = logs::ExcerptOptions::default().max_lines)]
         max_lines: usize,
+        /// A passing log of the same job (plain or gzip): lines it also
+        /// prints, once timestamps, durations, counters, hashes and
+        /// temporary paths are normalised, are not the failure.
+        #[arg(long, value_name = "PASS")]
+        baseline: Option<PathBuf>,
     },
     /// Diagnose FILE offline (no database, no workers): the category, the
     /// rule that decided it, the specifics and the findings.
@@ -135,9 +140,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         file,
         json,
         max_lines,
+        baseline,
     } = &cli.command
     {
-        return excerpt(file, *json, *max_lines);
+        return excerpt(file, *json, *max_lines, baseline.as_deref());
     }
     if let Command::Diagnose { file, json } = &cli.command {
         return diagnose(file, *json);
@@ -243,12 +249,27 @@ fn diagnose(file: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the excerpt tool on a local file: plain lines, or JSON with `--json`.
-fn excerpt(file: &std::path::Path, json: bool, max_lines: usize) -> anyhow::Result<ExitCode> {
+/// Runs the excerpt tool on a local file: plain lines, or JSON with
+/// `--json`; with a baseline, lines of the passing log do not count.
+fn excerpt(
+    file: &std::path::Path,
+    json: bool,
+    max_lines: usize,
+    baseline: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
     use std::io::Write;
+    let defaults = logs::ExcerptOptions::default();
+    let baseline = match baseline {
+        Some(pass) => Some(std::sync::Arc::new(
+            logs::Baseline::from_file(pass, defaults.max_line_bytes)
+                .with_context(|| format!("failed to read {}", pass.display()))?,
+        )),
+        None => None,
+    };
     let opts = logs::ExcerptOptions {
         max_lines,
-        ..logs::ExcerptOptions::default()
+        baseline,
+        ..defaults
     };
     let excerpt = logs::excerpt_file(file, &opts)
         .with_context(|| format!("failed to read {}", file.display()))?;

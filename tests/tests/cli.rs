@@ -104,3 +104,85 @@ fn excerpt_prints_only_the_lines() {
     assert_eq!(v["total_lines"], 4);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `faultline excerpt FAIL --baseline PASS`: lines the passing log of the
+/// same job also printed (timestamps, durations, counters, hashes aside)
+/// are not the failure.
+#[test]
+fn excerpt_with_a_baseline_drops_what_the_green_build_also_printed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/baseline");
+    let excerpt = |args: &[&str]| {
+        let out = std::process::Command::new(faultline_tests::bin("faultline"))
+            .arg("excerpt")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (red, green, failure, noise) in [
+        (
+            "github-red.log",
+            "github-green.log",
+            "Received: 41.99",
+            "Failed to upload coverage",
+        ),
+        (
+            "jenkins-red.log",
+            "jenkins-green.log",
+            "expected: <42.00> but was: <41.99>",
+            "could not upload build metrics",
+        ),
+    ] {
+        let plain = excerpt(&[red]);
+        assert!(plain.contains(failure), "{plain}");
+        assert!(
+            plain.contains(noise),
+            "without the baseline the noise is picked:\n{plain}"
+        );
+        let diffed = excerpt(&[red, "--baseline", green]);
+        assert!(diffed.contains(failure), "{diffed}");
+        assert!(!diffed.contains(noise), "{diffed}");
+
+        let json: serde_json::Value =
+            serde_json::from_str(&excerpt(&["--json", "--baseline", green, red])).unwrap();
+        let lines = json["lines"].as_array().unwrap();
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l["text"].as_str().unwrap().contains(noise))
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["text"].as_str().unwrap().contains(failure))
+        );
+        assert_eq!(
+            json["total_lines"].as_u64(),
+            Some(
+                std::fs::read_to_string(dir.join(red))
+                    .unwrap()
+                    .lines()
+                    .count() as u64
+            )
+        );
+    }
+
+    let missing = std::process::Command::new(faultline_tests::bin("faultline"))
+        .args([
+            "excerpt",
+            "github-red.log",
+            "--baseline",
+            "no-such-green.log",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("failed to read no-such-green.log"),
+        "{}",
+        stderr(&missing)
+    );
+}
