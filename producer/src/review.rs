@@ -242,6 +242,9 @@ async fn show(pool: &PgPool, id: Uuid, as_json: bool) -> anyhow::Result<()> {
             result["confidence"].as_f64().unwrap_or(0.0),
             result["root_cause"].as_str().unwrap_or("")
         );
+        for (label, text) in crate::show::specifics_of(&result).lines() {
+            println!("  {:<12}{text}", format!("{label}:"));
+        }
     }
     for a in &audit {
         println!(

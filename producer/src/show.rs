@@ -3,7 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use faultline_shared::storage::{events, review, runs, steps};
+use faultline_shared::{
+    Specifics,
+    diagnose::Facts,
+    storage::{events, review, runs, steps},
+};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -52,6 +56,9 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
             result["root_cause"].as_str().unwrap_or("")
         );
         println!("  fix:        {}", result["fix"].as_str().unwrap_or(""));
+        for (label, text) in specifics_of(result).lines() {
+            println!("  {:<12}{text}", format!("{label}:"));
+        }
         for e in result["evidence"].as_array().into_iter().flatten() {
             println!(
                 "  evidence:   [iteration {}] {}",
@@ -146,6 +153,12 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
     Ok(())
 }
 
+/// The specifics of a stored answer (empty for answers stored before
+/// they existed).
+pub fn specifics_of(answer: &Value) -> Specifics {
+    serde_json::from_value(answer["specifics"].clone()).unwrap_or_default()
+}
+
 /// A one-paragraph human summary of an observation.
 fn summarize(action: &str, obs: &Value) -> String {
     if let Some(err) = obs["error"].as_str() {
@@ -172,8 +185,13 @@ fn summarize(action: &str, obs: &Value) -> String {
                     )
                 })
                 .collect();
+            let names = serde_json::from_value::<Facts>(cls["facts"].clone())
+                .ok()
+                .and_then(|f| f.sentence())
+                .map(|s| format!("; names {s}"))
+                .unwrap_or_default();
             format!(
-                "{} of {} lines; signals {} ({:.2}); fingerprint {}{}",
+                "{} of {} lines; signals {} ({:.2}){names}; fingerprint {}{}",
                 obs["lines"].as_array().map_or(0, Vec::len),
                 obs["total_lines"],
                 cls["category"].as_str().unwrap_or("?"),
@@ -241,13 +259,21 @@ fn summarize(action: &str, obs: &Value) -> String {
                 h["last_passing_commit"].as_str().unwrap_or("-")
             )
         }
-        "final_answer" => format!(
-            "verdict {} at confidence {:.2}: {} — {}",
-            obs["verdict"].as_str().unwrap_or("?"),
-            obs["confidence"].as_f64().unwrap_or(0.0),
-            obs["answer"]["category"].as_str().unwrap_or("?"),
-            obs["answer"]["root_cause"].as_str().unwrap_or("")
-        ),
+        "final_answer" => {
+            let specifics: Vec<String> = specifics_of(&obs["answer"])
+                .lines()
+                .into_iter()
+                .map(|(label, text)| format!("\n      {label}: {text}"))
+                .collect();
+            format!(
+                "verdict {} at confidence {:.2}: {} — {}{}",
+                obs["verdict"].as_str().unwrap_or("?"),
+                obs["confidence"].as_f64().unwrap_or(0.0),
+                obs["answer"]["category"].as_str().unwrap_or("?"),
+                obs["answer"]["root_cause"].as_str().unwrap_or(""),
+                specifics.concat()
+            )
+        }
         _ => obs.to_string(),
     }
 }

@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`config`]: typed settings read once from the environment.
 //! - [`types`]: categories, run states, journal records, final answers.
+//! - [`specifics`]: what a final answer names from the log (tests,
+//!   diagnostic, packages, failed step).
 //! - [`queue`]: the step task and how it is pushed inside a transaction.
 //! - [`storage`]: one module per table family (events, runs, steps, review,
 //!   knowledge base); every SQL statement of the system lives there.
@@ -17,6 +19,7 @@ pub mod config;
 pub mod db;
 pub mod metrics;
 pub mod queue;
+pub mod specifics;
 pub mod storage;
 pub mod telemetry;
 pub mod types;
@@ -24,4 +27,5 @@ pub mod types;
 pub use faultline_analysis::{diagnose, hex, kb, logs};
 
 pub use config::Settings;
+pub use specifics::Specifics;
 pub use types::{Category, Evidence, FinalAnswer, RunStatus, StepRecord, StepTask};

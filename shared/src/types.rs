@@ -7,6 +7,8 @@ use uuid::Uuid;
 
 pub use faultline_analysis::Category;
 
+use crate::specifics::Specifics;
+
 /// Where a run is in its lifecycle (the `analysis_runs.status` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -136,6 +138,10 @@ pub struct FinalAnswer {
     /// Knowledge-base entries the answer relied on.
     #[serde(default)]
     pub kb_refs: Vec<String>,
+    /// What the log names: failing tests, the first diagnostic, unresolved
+    /// packages, the failed step (read from the log, never from a model).
+    #[serde(default, skip_serializing_if = "Specifics::is_empty")]
+    pub specifics: Specifics,
 }
 
 #[cfg(test)]
@@ -152,6 +158,16 @@ mod tests {
             );
         }
         assert!("NOT_A_CATEGORY".parse::<Category>().is_err());
+    }
+
+    #[test]
+    fn answers_stored_before_specifics_existed_still_deserialise() {
+        let old = serde_json::json!({"category": "INFRA_ERROR", "root_cause": "oom", "fix": "less",
+            "evidence": [], "confidence": 0.5, "confidence_parts": {}, "kb_refs": []});
+        let answer: FinalAnswer = serde_json::from_value(old.clone()).unwrap();
+        assert!(answer.specifics.is_empty());
+        // Nothing specific: the stored shape does not change either.
+        assert_eq!(serde_json::to_value(&answer).unwrap(), old);
     }
 
     #[test]

@@ -216,6 +216,8 @@ async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
         system.contains("ROUTING") && system.contains("TEST_FAILURE: failure_history"),
         "{system}"
     );
+    // ... and so does what each category means (the rubric).
+    assert_category_definitions(system);
     let (category, tokens_in, tokens_out): (String, i64, i64) =
         sqlx::query_as("SELECT category, tokens_in, tokens_out FROM analysis_runs WHERE id = $1")
             .bind(run)
@@ -239,6 +241,38 @@ async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
             Some("call_2".into()),
             Some("call_3".into())
         ]
+    );
+}
+
+/// The system prompt defines every category the way a triage engineer
+/// routes failures, and calls the excerpt's classification deterministic.
+fn assert_category_definitions(system: &str) {
+    for (row, means) in [
+        (
+            "| CODE_ERROR |",
+            "lint, formatting, style and link-check violations",
+        ),
+        ("| CODE_ERROR |", "uncaught runtime exceptions"),
+        ("| CODE_ERROR |", "(in test files too)"),
+        ("| TEST_FAILURE |", "assertions or expectations failed"),
+        (
+            "| DEPENDENCY_ERROR |",
+            "(also when that is why a test fails)",
+        ),
+        ("| INFRA_ERROR |", "network timeouts"),
+        ("| INFRA_ERROR |", "killed processes or runners"),
+        ("| CONFIG_ERROR |", "CI or build configuration"),
+        ("| UNKNOWN |", "does not allow a decision"),
+    ] {
+        let line = system
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row} in {system}"));
+        assert!(line.contains(means), "{row} lacks {means:?}: {line}");
+    }
+    assert!(
+        system.contains("deterministic") && system.contains("failing_tests"),
+        "{system}"
     );
 }
 
@@ -513,4 +547,102 @@ async fn the_shared_rate_limit_holds_across_two_worker_processes() {
             .await
             .unwrap();
     assert_eq!(workers.len(), 2, "{workers:?}");
+}
+
+/// The `content` of every tool result in an OpenAI request, in order.
+fn openai_tool_results(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_sees_the_facts_and_its_answer_carries_them_from_the_log() {
+    let db = TestDb::new().await;
+    // The model reads the excerpt, then answers without naming anything
+    // specific, and claims a package the log never mentions.
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, |iteration, _| match iteration {
+        1 => tool_call(Wire::OpenAi, "call_1", "log_excerpt", json!({"mode": "failure"})),
+        n => tool_call(
+            Wire::OpenAi,
+            &format!("call_{n}"),
+            "final_answer",
+            json!({"category": "TEST_FAILURE", "root_cause": "A test failed; the package left-pad 0.0.1 is broken.",
+                   "fix": "Fix the test.", "evidence": [{"iteration": 1, "quote": "FAILED tests/test_cart.py::test_apply_coupon"}],
+                   "confidence": 0.9}),
+        ),
+    })
+    .await;
+    let log = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/logs/pytest-assertion.log"
+    ))
+    .unwrap();
+    let run = db.enqueue(&db.write("pytest.log", log), &[]);
+    let _worker = db.worker("w", &env_refs(&fake.env(&server)));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    assert_ne!(status, "failed");
+
+    let requests = fake.requests();
+    let first = &requests[0].2;
+    assert_category_definitions(first["messages"][0]["content"].as_str().unwrap());
+    let tools = first["tools"].as_array().unwrap();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name} offered"))["function"]
+            .clone()
+    };
+    assert!(
+        tool("log_excerpt")["description"]
+            .as_str()
+            .unwrap()
+            .contains("failing tests, first diagnostic, unresolved packages"),
+        "{tools:#?}"
+    );
+    let category = &tool("final_answer")["parameters"]["properties"]["category"];
+    assert!(
+        category["description"]
+            .as_str()
+            .unwrap()
+            .contains("TEST_FAILURE = assertions or expectations of tests failed"),
+        "{category}"
+    );
+
+    // The facts reach the model inside the excerpt's tool result.
+    let second = requests.iter().find(|r| r.1 == 2).expect("a second call");
+    let results = openai_tool_results(&second.2);
+    let facts = &results[0]["result"]["classification"]["facts"];
+    assert_eq!(
+        facts["failing_tests"][0]["name"], "test_apply_coupon",
+        "{facts:#}"
+    );
+    assert_eq!(facts["exit_code"], 1);
+
+    // The answer's specifics are the log's, not the model's claims.
+    let result: Value = sqlx::query_scalar("SELECT result FROM analysis_runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let specifics = &result["specifics"];
+    assert_eq!(specifics["failing_tests"][0]["name"], "test_apply_coupon");
+    assert_eq!(specifics["failing_tests"][0]["file"], "tests/test_cart.py");
+    assert_eq!(
+        specifics["failed_step"],
+        json!({"command": "python -m pytest -q --maxfail=5", "exit_code": 1})
+    );
+    assert!(
+        specifics.get("unresolved_packages").is_none(),
+        "the model's package claim is not a fact: {specifics:#}"
+    );
+    assert_eq!(
+        result["root_cause"], "A test failed; the package left-pad 0.0.1 is broken.",
+        "the model's own words stay its own"
+    );
 }

@@ -44,6 +44,7 @@ use crate::{
     agent::{
         AgentState, Decision, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
         judge::Judge,
+        specifics,
         verify::{self, Route},
     },
     sources::fetch::{FetchError, LogFetcher},
@@ -386,6 +387,8 @@ impl Engine {
                     confidence: verdict.confidence,
                     confidence_parts: verdict.parts.clone(),
                     kb_refs: draft.kb_refs.clone(),
+                    // From the log's diagnosis, whichever reasoner drafted.
+                    specifics: specifics::of(&journal),
                 };
                 let answer_json = serde_json::to_value(&answer)
                     .map_err(|e| StepError::Permanent(e.to_string()))?;

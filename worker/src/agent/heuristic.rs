@@ -6,12 +6,14 @@
 //! when verification asked it to self-correct, and answers with citations of
 //! what it observed.
 
-use faultline_shared::{Category, Evidence, StepRecord, diagnose, kb, types::FINAL_ANSWER};
+use faultline_shared::{Category, Evidence, StepRecord, kb, types::FINAL_ANSWER};
 use serde_json::{Value, json};
 
 use futures::future::BoxFuture;
 
-use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, verify};
+use super::{
+    AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, specifics, verify,
+};
 use crate::tools::{
     FAILURE_HISTORY, LOG_EXCERPT, REVIEW_RESOLUTION, SEARCH_KNOWLEDGE, SIMILAR_FAILURES,
 };
@@ -379,9 +381,7 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     };
     // The specifics the log names (tests, diagnostic, packages, command)
     // lead the root cause; the knowledge base explains the kind.
-    let specifics = serde_json::from_value::<diagnose::Facts>(cls["facts"].clone())
-        .ok()
-        .and_then(|f| f.sentence());
+    let specifics = specifics::facts_of(state.journal).sentence();
     let root_cause = match (&specifics, cls["decided_by"].as_str()) {
         (Some(s), Some(by)) if category != Category::Unknown => {
             format!("{s} (recognised by {by}). {root_cause}")

@@ -1,10 +1,12 @@
 //! Reasoners decide the next action from the journal; [`verify`] checks and
-//! routes their final answers.
+//! routes their final answers; [`specifics`] reads what the log names into
+//! every answer, whichever reasoner drafted it.
 
 mod heuristic;
 pub mod judge;
 pub mod llm;
 pub mod routing;
+pub mod specifics;
 pub mod verify;
 
 pub use heuristic::HeuristicReasoner;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use faultline_shared::{config::Secret, hex};
+use faultline_shared::{Specifics, config::Secret, hex};
 
 pub const WEBHOOK: &str = "webhook";
 pub const GITHUB: &str = "github";
@@ -35,6 +35,9 @@ pub fn payload(delivery: Uuid, kind: &str, run: &RunRow, event: Option<&EventRow
         "root_cause": result["root_cause"],
         "fix": result["fix"],
         "evidence": result["evidence"],
+        // What the log names: failing tests, first diagnostic, unresolved
+        // packages, failed step (`{}` when it names nothing).
+        "specifics": result.get("specifics").cloned().unwrap_or_else(|| json!({})),
         "finished_at": run.finished_at,
         "failure": event.map(|e| json!({
             "source": e.source, "job": e.job_name, "build": e.build_number, "test": e.test_name,
@@ -86,6 +89,14 @@ pub async fn github_check_run(
         result["root_cause"].as_str().unwrap_or("-"),
         result["fix"].as_str().unwrap_or("-")
     );
+    let specifics: Specifics =
+        serde_json::from_value(result["specifics"].clone()).unwrap_or_default();
+    if !specifics.is_empty() {
+        summary.push_str("\n**What the log names:**\n");
+        for (label, text) in specifics.lines() {
+            summary.push_str(&format!("- {label}: {text}\n"));
+        }
+    }
     if run.status == "needs_review" {
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }

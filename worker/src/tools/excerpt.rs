@@ -28,7 +28,7 @@ impl Tool for LogExcerpt {
         true
     }
     fn description(&self) -> &'static str {
-        "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines."
+        "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines. Both come with a deterministic classification (category, deciding rule, scores) and the facts the log names (failing tests, first diagnostic, unresolved packages, failed command and exit code)."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {

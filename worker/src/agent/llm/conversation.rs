@@ -43,7 +43,30 @@ pub struct Conversation {
 pub const SYSTEM_PROMPT: &str = "You are Faultline, an expert in diagnosing CI build and test failures. \
 Work in steps: call exactly one tool per reply, read its result, then decide the next step. \
 Start with log_excerpt. Use search_knowledge and similar_failures to ground your diagnosis in documented \
-patterns and past failures. When you know the cause, call final_answer with: category (one of CODE_ERROR, \
+patterns and past failures.
+
+CATEGORIES: choose the PRIMARY cause, as a triage engineer would route the failure.
+| category | the failure is | it includes |
+|---|---|---|
+| CODE_ERROR | the project's own code does not build, pass its static checks, or run | compiler, type-checker, syntax and linker errors (in test files too); lint, formatting, style and link-check violations; uncaught runtime exceptions, crashes and panics that are not assertions (TypeError, NullPointerException, segfault) |
+| TEST_FAILURE | tests ran and their assertions or expectations failed | 'expected X but was Y', assertion errors, failing test cases, snapshot mismatches, 'N failed' summaries, with no infrastructure, configuration or dependency cause in sight |
+| DEPENDENCY_ERROR | third-party packages or tools cannot be fetched, resolved or installed | package or version not found, conflicting or unsatisfiable constraints, ImportError / module not found for an external library (also when that is why a test fails), a broken upstream release |
+| INFRA_ERROR | the machine, the network or the CI runner broke, not the code | out of memory, disk full, DNS, connection refused or reset, network timeouts (also when that is why a test fails), job time limits and no-output timeouts, killed processes or runners, Docker/VM problems, an external service down |
+| CONFIG_ERROR | the CI or build configuration or environment is wrong | invalid CI YAML or build script, unknown flag or option, missing environment variables or credentials, permission denied, wrong paths, a wrong or unsupported tool/runtime version selected by the configuration |
+| UNKNOWN | the log does not allow a decision | use it rarely |
+A cause outranks its symptoms: a missing dependency, the network, a time limit or a configuration error explains \
+the compile and test failures after it; a compile error explains the tests that fail because of it.
+
+DETERMINISTIC EVIDENCE: log_excerpt's result carries a classification computed from the log by recognisers of each \
+tool's output (test runners, compilers, linters, package managers, CI systems, the machine): its category, decided_by \
+(the rule and line that decided), hits (matched lines), scores per category, and facts: failing_tests (name, file, line), \
+diagnostic (the first compiler or linter diagnostic: tool, file, line, column, code, message), packages (could not be \
+resolved: name, version), command and exit_code of the failed step. These and the ROUTING table below are deterministic \
+evidence, not guesses: depart from the classification only when the lines clearly show another primary cause. The facts \
+are attached to your answer as read from the log; name them in root_cause (which test, which file:line and code, which \
+package and version, which command and exit code) rather than describing the failure in general terms.
+
+When you know the cause, call final_answer with: category (one of CODE_ERROR, \
 INFRA_ERROR, CONFIG_ERROR, DEPENDENCY_ERROR, TEST_FAILURE, UNKNOWN), root_cause, fix, evidence and your confidence \
 (0 to 1). Every evidence item cites the iteration number of a tool result and quotes text copied exactly from \
 that result; citations of anything not in a tool result are rejected. \
@@ -151,12 +174,13 @@ fn truncate(s: &str) -> String {
 pub fn final_answer_tool() -> Value {
     json!({
         "name": FINAL_ANSWER,
-        "description": "Give the diagnosis. Call this once you know the root cause.",
+        "description": "Give the diagnosis. Call this once you know the root cause. The failing tests, diagnostic, packages and failed step that log_excerpt read from the log are attached to the answer as they are.",
         "parameters": {
             "type": "object",
             "properties": {
-                "category": {"type": "string", "enum": ["CODE_ERROR", "INFRA_ERROR", "CONFIG_ERROR", "DEPENDENCY_ERROR", "TEST_FAILURE", "UNKNOWN"]},
-                "root_cause": {"type": "string"},
+                "category": {"type": "string", "enum": ["CODE_ERROR", "INFRA_ERROR", "CONFIG_ERROR", "DEPENDENCY_ERROR", "TEST_FAILURE", "UNKNOWN"],
+                    "description": "The primary cause (CATEGORIES in the system prompt): CODE_ERROR = the code does not build, lint or run (compile/type/lint/format errors, uncaught exceptions); TEST_FAILURE = assertions or expectations of tests failed; DEPENDENCY_ERROR = packages cannot be fetched or resolved; INFRA_ERROR = machine, network, runner, time limit; CONFIG_ERROR = CI/build configuration or environment; UNKNOWN = the log does not allow a decision."},
+                "root_cause": {"type": "string", "description": "What failed and why, naming what the log shows: the failing test, the file:line and code of the first diagnostic, the package and version, the command and exit code (log_excerpt's facts)."},
                 "fix": {"type": "string"},
                 "evidence": {"type": "array", "items": {"type": "object", "properties": {
                     "iteration": {"type": "integer"}, "quote": {"type": "string"}}, "required": ["iteration", "quote"]}},
@@ -165,4 +189,28 @@ pub fn final_answer_tool() -> Value {
             "required": ["category", "root_cause", "fix", "evidence", "confidence"]
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_shared::Category;
+
+    #[test]
+    fn the_system_prompt_defines_every_category_and_only_those() {
+        for c in Category::ALL {
+            assert!(SYSTEM_PROMPT.contains(&format!("\n| {c} | ")), "{c}");
+        }
+        let rows = SYSTEM_PROMPT
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| category "))
+            .count();
+        assert_eq!(rows, Category::ALL.len());
+        // The final answer's enum is the same set.
+        let names: Vec<String> = Category::ALL.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            final_answer_tool()["parameters"]["properties"]["category"]["enum"],
+            json!(names)
+        );
+    }
 }
