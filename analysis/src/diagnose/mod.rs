@@ -188,6 +188,20 @@ fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
     out
 }
 
+/// How decisive the strongest recogniser matching `raw` (a log line) is:
+/// `0` when none does, up to `1` for a tool's own unambiguous failure
+/// format. The excerpt ranks candidate blocks with it.
+pub fn line_strength(raw: &str) -> f32 {
+    let clean = clean_line(raw);
+    let text = clean.trim();
+    matches_of(text)
+        .into_iter()
+        .map(|i| &rules::RULES[i])
+        .filter(|r| !(r.kind == Kind::Infra && NOT_FOUND_404.is_match(text)))
+        .map(|r| r.weight)
+        .fold(0.0, f32::max)
+}
+
 /// Compiles the recognisers (otherwise done by the first diagnosis).
 pub fn warm_up() {
     LazyLock::force(&COMPILED);
@@ -286,7 +300,17 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     }
 }
 
-fn diagnose_hits(hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
+fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
+    // A wrapper that names what it wraps cancels the generic finding.
+    let present: Vec<&str> = hits.iter().map(|h| rules::RULES[h.rule].id).collect();
+    let cancelled: Vec<&str> = rules::CANCELS
+        .iter()
+        .filter(|(by, _)| present.contains(by))
+        .map(|(_, what)| *what)
+        .collect();
+    if !cancelled.is_empty() {
+        hits.retain(|h| !cancelled.contains(&rules::RULES[h.rule].id));
+    }
     // The step that failed leans the verdict when its lines do not decide.
     let mut priors: Vec<(Kind, f32, String)> = Vec::new();
     if let Some(cmd) = command

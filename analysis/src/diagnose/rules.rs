@@ -191,6 +191,7 @@ pub const RULES: &[Rule] = &[
     r("xctest.case", "xctest", TestFailed, 1.0, r"^Test Case '-?\[?(?P<suite>[\w.]+)[ .](?P<test>\w+)\]?' failed"),
     r("xctest.summary", "xctest", TestSummary, 0.9, r"Executed \d+ tests?, with [1-9]\d* failures?"),
     r("nimble.expected", "nimble", Assertion, 0.9, r"expected to (?:eventually )?(?:equal|be|match|contain|beginWith|endWith|throw|succeed|not)\b.*, got\b"),
+    r("xctest.crashed", "xctest", Crash, 0.8, r"^✗ (?P<test>\S.*), Test crashed\b|^Test Case '-?\[?(?P<suite>[\w.]+)[ .](?P<test2>\w+)\]?' crashed|^Restarting after unexpected exit,? crash, or test timeout"),
     r("xcpretty.failed", "xcpretty", TestFailed, 0.7, r"^✗ (?P<test>\S.+)$"),
     r("xcode.test_failed", "xcodebuild", TestSummary, 0.9, r"\*\* TEST FAILED \*\*"),
     // C / C++: ctest, GoogleTest, Catch2, Boost.Test, CUnit, Check
@@ -285,6 +286,9 @@ pub const RULES: &[Rule] = &[
     r("js.syntax", "node", Compile, 0.8, r"^SyntaxError: (?P<msg>.+)$"),
     r("python.exception", "python", Crash, 0.8, r"^(?P<code>(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|FileNotFoundError|OSError|UnicodeDecodeError|UnicodeEncodeError)): (?P<msg>.+)$"),
     r("python.traceback", "python", Crash, 0.5, r"^Traceback \(most recent call last\):$"),
+    // A script that ran a command and raised because it failed: the cause
+    // is the command's own output, not the script.
+    r("python.called_process", "python", Crash, 0.1, r"^subprocess\.CalledProcessError: Command (?P<cmd>.+) returned non-zero exit status (?P<code>\d+)"),
     r("java.exception", "jvm", Crash, 0.8, r#"^(?:Exception in thread "[^"]+" |Caused by: )?(?P<code>java\.lang\.(?:NullPointerException|ClassCastException|IllegalStateException|IllegalArgumentException|ArrayIndexOutOfBoundsException|IndexOutOfBoundsException|NumberFormatException|UnsupportedOperationException|StackOverflowError|NoSuchMethodError|NoSuchFieldError|AbstractMethodError|ArithmeticException|ExceptionInInitializerError)|java\.util\.ConcurrentModificationException)\b"#),
     r("ruby.exception", "ruby", Crash, 0.8, r"^(?P<code>NoMethodError|NameError|ArgumentError|TypeError|LocalJumpError|ZeroDivisionError|FrozenError|KeyError|SystemStackError|NotImplementedError|ActiveRecord::\w+):?\s*(?P<msg>.*)$|\bundefined (?:method|local variable or method) `[^']+' for\b"),
     r("dotnet.exception", "dotnet", Crash, 0.8, r"\bSystem\.(?:NullReferenceException|InvalidOperationException|ArgumentException|ArgumentNullException|InvalidCastException|IndexOutOfRangeException|KeyNotFoundException|NotImplementedException|FormatException)\b"),
@@ -385,6 +389,8 @@ pub const RULES: &[Rule] = &[
     r("lua.missing", "lua", Dependency, 0.6, r"module '(?P<pkg>[\w.-]+)' not found|No results matching query were found for Lua|Error: Could not satisfy dependency"),
     r("emacs.package", "emacs", Dependency, 0.9, r"Package [‘'`](?P<pkg>[\w-]+)-?(?P<ver>[\d.]*)[’'] is unavailable|Cannot open load file: (?:No such file or directory|[Nn]o such file), (?P<pkg2>[\w-]+)|Failed to (?:download|install) [‘'`](?P<pkg3>[\w-]+)[’']"),
     r("latex.missing_file", "latex", Dependency, 1.0, r"! LaTeX Error: File `(?P<pkg>[^']+\.(?:sty|cls|def|cfg|fd))' not found|! I can't find file `(?P<pkg2>[^']+)'"),
+    r("apt.fetch", "apt", Dependency, 0.8, r"^E: Failed to fetch (?P<url>\S+)\s+(?P<msg>.+)$|^E: Some index files failed to download|^E: Unable to fetch some archives|^W: Failed to fetch (?P<url2>\S+)\s+(?:404|Hash Sum mismatch)|^E: The repository '(?P<url3>[^']+)' (?:does not have a Release file|is not signed)"),
+    r("lit.fetch", "lit", Dependency, 0.8, r"No such hash: [0-9a-f]{40}\b|^fail: .*(?:Missing dependency|Cannot find package|No such package)"),
     r("apt.missing", "apt", Dependency, 0.9, r"E: Unable to locate package (?P<pkg>\S+)|E: Package '(?P<pkg2>[^']+)' has no installation candidate|The following packages have unmet dependencies|E: Version '(?P<ver>[^']+)' for '(?P<pkg3>[^']+)' was not found"),
     r("brew.missing", "homebrew", Dependency, 0.9, r#"Error: No (?:available formula|formulae found|such keg).* "?(?P<pkg>[\w@.-]+)"?"#),
     r("cmake.find_package", "cmake", Dependency, 1.0, r#"Could NOT find (?P<pkg>\w+)|Could not find a package configuration file provided by "(?P<pkg2>[^"]+)"|By not providing "Find(?P<pkg3>\w+)\.cmake"|Unable to find the requested Boost libraries"#),
@@ -451,7 +457,12 @@ pub const RULES: &[Rule] = &[
 /// On one line, the first rule of a pair says more than the second, which
 /// is then not counted (a YAML error in a content file is the content's; a
 /// missing header is a missing dependency, not just a compile error).
+/// Pairs `(a, b)`: wherever `a` matches in the lines read, `b`'s findings
+/// are dropped (a wrapper that names what it wraps).
+pub const CANCELS: &[(&str, &str)] = &[("python.called_process", "python.traceback")];
+
 pub const SUPERSEDES: &[(&str, &str)] = &[
+    ("xctest.crashed", "xcpretty.failed"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
     ("rustc.missing_crate", "rustc.error"),

@@ -137,3 +137,53 @@ fn a_missing_report_after_a_failed_build_is_not_the_cause() {
     );
     assert!(d.confidence < 0.5, "{d:?}");
 }
+
+#[test]
+fn apt_failing_to_fetch_a_package_index_is_a_dependency_error() {
+    let d = diagnose_text(
+        "Err:7 http://ppa.example.net/ubuntu focal/main amd64 Packages\n  404  Not Found [IP: 203.0.113.5 80]\n\
+         E: Failed to fetch http://ppa.example.net/ubuntu/dists/focal/main/binary-amd64/Packages  404  Not Found [IP: 203.0.113.5 80]\n\
+         E: Some index files failed to download. They have been ignored, or old ones used instead.",
+    );
+    assert_eq!(d.category, Category::DependencyError, "{d:?}");
+}
+
+#[test]
+fn a_script_raising_because_its_command_failed_is_not_a_crash_of_the_script() {
+    let text = "E: Unable to locate package libfoo-dev\n\
+         Traceback (most recent call last):\n  File \"ci/bootstrap.py\", line 40, in <module>\n    run(['apt-get', 'install', 'libfoo-dev'])\n\
+         subprocess.CalledProcessError: Command '['apt-get', 'install', 'libfoo-dev']' returned non-zero exit status 100";
+    let d = diagnose_text(text);
+    assert_eq!(d.category, Category::DependencyError, "{d:?}");
+    assert!(
+        d.findings.iter().all(|f| f.rule != "python.traceback"),
+        "{d:?}"
+    );
+    // Without the wrapper line the traceback is a crash finding.
+    let bare =
+        diagnose_text("Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>");
+    assert!(bare.findings.iter().any(|f| f.rule == "python.traceback"));
+}
+
+#[test]
+fn an_xctest_case_that_crashed_is_a_code_error() {
+    let d = diagnose_text(
+        "✗ testParsesEmptyFeed, Test crashed\n\
+         Executed 120 tests, with 1 failure (0 unexpected) in 3.210 (3.402) seconds",
+    );
+    assert_eq!(d.category, Category::CodeError, "{d:?}");
+}
+
+#[test]
+fn a_lit_package_missing_from_the_store_is_a_dependency_error() {
+    let d = diagnose_text(
+        "fail: [string \"bundle:libs/codec.lua\"]:88: No such hash: 0123456789abcdef0123456789abcdef01234567",
+    );
+    assert_eq!(d.category, Category::DependencyError, "{d:?}");
+}
+
+#[test]
+fn line_strength_grades_tool_formats_above_vocabulary() {
+    assert!(line_strength("FAILED tests/test_a.py::test_b - assert 1 == 2") >= 0.9);
+    assert_eq!(line_strength("an error happened somewhere"), 0.0);
+}

@@ -555,4 +555,37 @@ mod tests {
         assert!(texts(&ex).iter().any(|l| l.contains("AssertionError")));
         assert!(ex.lines.len() <= 20, "{:?}", texts(&ex));
     }
+    #[test]
+    fn a_test_runners_report_beats_louder_generic_errors() {
+        // Error-level log lines of the system under test are loud and
+        // many; the test runner's own failure line is what failed.
+        let loud: String = (0..6)
+            .map(|i| format!("12:00:0{i}.104 [error] Error in process <0.{i}.0> on node 'n@h' with exit value: {{timeout,[{{m,f,{i}}}]}}\n"))
+            .collect();
+        let body = format!(
+            "{}queue_SUITE:requeue_after_nack failed on line 88\nReason: {{badmatch,ok}}\n\n{}\n{loud}",
+            noise(50),
+            noise(12)
+        );
+        let ex = run(&step("make ct", &body, 2));
+        let t = texts(&ex);
+        assert!(
+            t.contains(&"queue_SUITE:requeue_after_nack failed on line 88"),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn a_retried_command_that_failed_is_a_failed_step() {
+        let log = format!(
+            "$ npm install\n{}Error: Cannot find module 'left-pad'\n    at Function.Module._resolveFilename (module.js:325:15)\n\
+             The command \"npm install\" failed. Retrying, 2 of 3.\n\n$ npm install\nadded 10 packages\n\n{}",
+            noise(20),
+            step("make", &format!("{}", noise(20)), 0)
+        );
+        let ex = run(&log);
+        assert_eq!(ex.failed_steps.len(), 1, "{:?}", ex.failed_steps);
+        assert_eq!(ex.failed_steps[0].command.as_deref(), Some("npm install"));
+        assert!(texts(&ex).contains(&"Error: Cannot find module 'left-pad'"));
+    }
 }

@@ -183,7 +183,7 @@ static GATE: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(positive).expect("valid built-in regex")
 });
 
-const FOOTER_RE: &str = r#"(?i)^the command ".*" (?:failed and )?exited with (\d+)|process completed with exit code (\d+)|script returned exit code (\d+)|^finished: (failure|success)|build step .* marked build as failure"#;
+const FOOTER_RE: &str = r#"(?i)^the command ".*" (?:failed and )?exited with (\d+)|^the command ".*" failed\. retrying, \d+ of \d+|process completed with exit code (\d+)|script returned exit code (\d+)|^finished: (failure|success)|build step .* marked build as failure"#;
 static FOOTER: LazyLock<Regex> = LazyLock::new(|| re(FOOTER_RE));
 
 /// Stack frames and location details that continue a trace (tested on

@@ -19,6 +19,15 @@ const TAIL: usize = 8;
 /// Value factor of a window in a step that failed after an earlier failed
 /// step: the first failure usually explains the later ones.
 const LATER_FAILURE: f32 = 0.7;
+/// Value factor per unit of recogniser strength: a block in a tool's own
+/// failure format (a test runner's report, a compiler diagnostic, a package
+/// manager's resolution error) beats generic error vocabulary.
+const RECOGNISED: f32 = 1.5;
+/// Lines of one window matched against the recognisers.
+const RECOGNISE_PER_WINDOW: usize = 24;
+/// Lines of one log matched against the recognisers: the cost stays flat
+/// however many candidate blocks a log has.
+const RECOGNISE_BUDGET: usize = 4000;
 
 /// A scored line held in the ring.
 #[derive(Debug, Clone)]
@@ -70,6 +79,9 @@ struct Window {
     later_failure: bool,
     /// Its value when last computed while streaming (for eviction).
     rank: f32,
+    /// Strength of the strongest recogniser matching one of its lines
+    /// ([`crate::diagnose::line_strength`]).
+    recognised: f32,
 }
 
 impl Window {
@@ -145,6 +157,7 @@ impl Window {
         if self.later_failure {
             v *= LATER_FAILURE;
         }
+        v *= 1.0 + RECOGNISED * self.recognised;
         // Lines repeated elsewhere in the log are rarely the explanation.
         let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
         let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
@@ -162,6 +175,9 @@ pub(super) struct State<'o> {
     opts: &'o ExcerptOptions,
     total_lines: u64,
     total_bytes: u64,
+    /// Non-blank lines that are not wrappers: distances to a footer are
+    /// counted in them (`npm ERR!` and `make: ***` lines between a block
+    /// and its step's footer point back at the block).
     nonblank: u64,
     blank_run: u32,
     /// Moving share of non-blank lines preceded by a blank one: near 1 in
@@ -179,6 +195,8 @@ pub(super) struct State<'o> {
     /// The command echoed at the start of the current step, if any.
     step_command: Option<String>,
     failed_steps: Vec<FailedStep>,
+    /// Lines the recognisers may still read ([`RECOGNISE_BUDGET`]).
+    recognise_budget: usize,
 }
 
 /// Longest command text kept for a failed step.
@@ -224,6 +242,7 @@ impl<'o> State<'o> {
             failed_footer: false,
             step_command: None,
             failed_steps: Vec::new(),
+            recognise_budget: RECOGNISE_BUDGET,
         }
     }
 
@@ -245,7 +264,9 @@ impl<'o> State<'o> {
             self.blank_run += 1;
             return;
         }
-        self.nonblank += 1;
+        if !info.wrapper {
+            self.nonblank += 1;
+        }
         if let Some(w) = &self.open {
             info.item = w.report && is_item(&clean);
             // Frames of quoted output (`=     #0 0x.. in f`) count too.
@@ -453,6 +474,12 @@ impl<'o> State<'o> {
         if w.lines.is_empty() {
             return;
         }
+        let signal = w.lines.iter().filter(|s| !s.hidden && s.line.score > 0.0);
+        for s in signal.take(RECOGNISE_PER_WINDOW.min(self.recognise_budget)) {
+            self.recognise_budget -= 1;
+            let strength = crate::diagnose::line_strength(&s.line.text);
+            w.recognised = w.recognised.max(strength);
+        }
         let (total, near) = (self.total_lines, self.opts.footer_distance);
         w.rank = w.value(&self.sketch, total, near, self.failed_footer);
         self.pool.push(w);
@@ -522,5 +549,36 @@ impl<'o> State<'o> {
             failed_steps: self.failed_steps,
             tail,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapper_lines_do_not_push_a_block_away_from_its_footer() {
+        // A block, the package manager's long wrapper epilogue, then the
+        // step's footer: the block is still the step's last words.
+        let opts = ExcerptOptions::default();
+        let mut state = State::new(&opts);
+        let mut lines = vec![
+            "$ npm install".to_string(),
+            "Error: Cannot find module 'left-pad'".into(),
+            "    at require (internal/module.js:12:17)".into(),
+        ];
+        lines.extend((0..25).map(|i| format!("npm ERR! line {i} of the usual epilogue")));
+        lines.push("The command \"npm install\" exited with 1.".into());
+        for l in &lines {
+            state.push(l, l.len() as u64 + 1);
+        }
+        let block = state
+            .pool
+            .iter()
+            .find(|w| !w.tail && w.lines.iter().any(|s| s.line.text.contains("left-pad")))
+            .expect("the block is a candidate");
+        let (footer, distance) = block.footer.expect("the footer was seen");
+        assert_eq!(footer, Footer::Failed);
+        assert!(distance <= 3, "distance {distance}");
     }
 }
