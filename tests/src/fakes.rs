@@ -142,10 +142,14 @@ pub fn actions_log(log: &str) -> String {
 }
 
 /// A fake Jenkins serving one build's `consoleText` as a chunked stream
-/// (no content-length), behind basic auth.
+/// (no content-length), behind basic auth, and optionally the job's
+/// `lastSuccessfulBuild/consoleText` (404 without one, as Jenkins answers
+/// for a job that never passed).
 pub struct FakeJenkins {
     pub url: String,
     pub hits: Arc<Mutex<usize>>,
+    /// Requests for `lastSuccessfulBuild/consoleText`.
+    pub green_hits: Arc<Mutex<usize>>,
 }
 
 #[derive(Clone)]
@@ -164,26 +168,75 @@ impl FakeJenkins {
         token: &str,
         chunks: Vec<String>,
     ) -> Self {
+        Self::start_with_green(job, build, user, token, chunks, None).await
+    }
+
+    /// Like [`Self::start`], also serving `green` (if any) as the console
+    /// of the job's last successful build.
+    pub async fn start_with_green(
+        job: &str,
+        build: u64,
+        user: &str,
+        token: &str,
+        chunks: Vec<String>,
+        green: Option<String>,
+    ) -> Self {
         use base64::Engine as _;
+        let auth = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}"))
+        );
         let state = JenkinsState {
-            auth: format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}"))
-            ),
+            auth: auth.clone(),
             chunks: Arc::new(chunks.into_iter().map(Bytes::from).collect()),
             hits: Arc::default(),
         };
         let hits = state.hits.clone();
-        let app = Router::new()
+        let mut app = Router::new()
             .route(&format!("/job/{job}/{build}/consoleText"), get(console))
             .with_state(state);
+        let green_hits: Arc<Mutex<usize>> = Arc::default();
+        if let Some(green) = green {
+            let state = JenkinsState {
+                auth,
+                chunks: Arc::new(vec![Bytes::from(green)]),
+                hits: green_hits.clone(),
+            };
+            app = app.merge(
+                Router::new()
+                    .route(
+                        &format!("/job/{job}/lastSuccessfulBuild/consoleText"),
+                        get(console),
+                    )
+                    .with_state(state),
+            );
+        } else {
+            let counted = green_hits.clone();
+            app = app.route(
+                &format!("/job/{job}/lastSuccessfulBuild/consoleText"),
+                get(move || async move {
+                    *counted.lock().unwrap() += 1;
+                    (
+                        StatusCode::NOT_FOUND,
+                        [("content-type", "text/html;charset=iso-8859-1")],
+                        "<html><head><title>Error 404 Not Found</title></head></html>",
+                    )
+                }),
+            );
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         FakeJenkins {
             url: format!("http://{addr}/"),
             hits,
+            green_hits,
         }
+    }
+
+    /// Requests for the last successful build's console.
+    pub fn green_count(&self) -> usize {
+        *self.green_hits.lock().unwrap()
     }
 
     pub fn count(&self) -> usize {

@@ -140,7 +140,8 @@ pub struct Engine {
     pub judge: Option<Arc<Judge>>,
     /// Flips to true on SIGTERM.
     pub shutdown: watch::Receiver<bool>,
-    /// Fetches a webhook event's log before the run's first iteration.
+    /// Fetches a webhook event's log, and the last green log of its job,
+    /// before the run's first iteration.
     pub log_fetch: LogFetcher,
 }
 
@@ -273,7 +274,13 @@ impl Engine {
             ))
         })?;
         let event = if run.iteration == 0 {
-            self.ensure_log(&lease, event).await?
+            let event = self.ensure_log(&lease, event).await?;
+            // Issue 13: the last green log of the job, the excerpt's baseline.
+            let baseline = self.log_fetch.ensure_baseline(&self.pool, &lease, &event);
+            baseline
+                .await
+                .map_err(|e| StepError::Transient(e.to_string()))?;
+            event
         } else {
             event
         };

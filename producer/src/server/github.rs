@@ -162,6 +162,9 @@ pub struct GithubTarget {
     pub run_attempt: Option<u64>,
     pub run_number: Option<u64>,
     pub workflow_name: String,
+    /// The workflow's id (`workflow_run` deliveries carry it; for a job the
+    /// worker reads it from the run): where its last green run is looked up.
+    pub workflow_id: Option<u64>,
     pub job_id: Option<u64>,
     pub job_name: Option<String>,
     /// Steps of a job that ended `failure` or `timed_out`.
@@ -191,6 +194,7 @@ struct WorkflowRunEvent {
 struct WorkflowRun {
     id: u64,
     name: Option<String>,
+    workflow_id: Option<u64>,
     run_number: Option<u64>,
     run_attempt: Option<u64>,
     head_sha: String,
@@ -223,6 +227,7 @@ impl WorkflowRunEvent {
             run_attempt: run.run_attempt,
             run_number: run.run_number,
             workflow_name: run.name.unwrap_or_else(|| "workflow".into()),
+            workflow_id: run.workflow_id,
             job_id: None,
             job_name: None,
             failed_steps: Vec::new(),
@@ -277,6 +282,7 @@ impl WorkflowJobEvent {
             run_attempt: job.run_attempt,
             run_number: None,
             workflow_name: job.workflow_name.unwrap_or_else(|| "workflow".into()),
+            workflow_id: None,
             job_id: Some(job.id),
             job_name: Some(job.name),
             failed_steps: job

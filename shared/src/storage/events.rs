@@ -1,5 +1,7 @@
 //! `failure_events` and their logs. Ingest writes the event, its log, the
 //! run and the run's first step task in **one** transaction (DESIGN step 1–2).
+//! The same chunked storage holds an event's baseline, the last green log of
+//! its job ([`LogKind::Baseline`], written by [`super::baselines`]).
 
 use std::{
     collections::VecDeque,
@@ -15,6 +17,23 @@ use uuid::Uuid;
 
 /// Size of one stored log chunk before compression.
 pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Which of an event's logs: the failure's own, or the baseline (the last
+/// green log of the same job). Each has its own chunk table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogKind {
+    Failure,
+    Baseline,
+}
+
+impl LogKind {
+    fn chunks(self) -> &'static str {
+        match self {
+            LogKind::Failure => "event_log_chunks",
+            LogKind::Baseline => "baseline_log_chunks",
+        }
+    }
+}
 
 /// An event as received from a CI system, the CLI or the API.
 #[derive(Debug, Clone, Default)]
@@ -163,6 +182,7 @@ async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Resul
 /// the gaps in `seq` this leaves.
 pub struct LogWriter {
     event_id: Uuid,
+    kind: LogKind,
     buf: Vec<u8>,
     seq: i32,
     read: i64,
@@ -184,6 +204,7 @@ impl LogWriter {
     pub fn new(event_id: Uuid) -> Self {
         Self {
             event_id,
+            kind: LogKind::Failure,
             buf: Vec::with_capacity(CHUNK_BYTES),
             seq: 0,
             read: 0,
@@ -205,6 +226,14 @@ impl LogWriter {
                 cut: 0,
             }),
             ..Self::new(event_id)
+        }
+    }
+
+    /// A capped writer of the event's baseline log instead of its own log.
+    pub fn baseline(event_id: Uuid, max_bytes: u64) -> Self {
+        Self {
+            kind: LogKind::Baseline,
+            ..Self::capped(event_id, max_bytes)
         }
     }
 
@@ -242,7 +271,7 @@ impl LogWriter {
         {
             self.seq += 1;
         }
-        insert_chunk(conn, self.event_id, self.seq, &self.buf).await?;
+        insert_chunk(conn, self.kind, self.event_id, self.seq, &self.buf).await?;
         let len = self.buf.len() as i64;
         self.stored += len;
         if let Some(cap) = &mut self.cap
@@ -251,11 +280,14 @@ impl LogWriter {
             cap.tail.push_back((self.seq, len));
             while self.stored > cap.max && cap.tail.len() > 1 {
                 let (seq, len) = cap.tail.pop_front().expect("more than one tail chunk");
-                sqlx::query("DELETE FROM event_log_chunks WHERE event_id = $1 AND seq = $2")
-                    .bind(self.event_id)
-                    .bind(seq)
-                    .execute(&mut *conn)
-                    .await?;
+                let table = self.kind.chunks();
+                sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM {table} WHERE event_id = $1 AND seq = $2"
+                )))
+                .bind(self.event_id)
+                .bind(seq)
+                .execute(&mut *conn)
+                .await?;
                 self.stored -= len;
                 cap.cut += len;
             }
@@ -265,9 +297,10 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Stores the last chunk (and the cut marker) and records the stored
-    /// log's size and SHA-256 on the event (no digest for a cut log: it
-    /// would describe bytes we do not have). Returns the stored size.
+    /// Stores the last chunk (and the cut marker) and, for the failure's
+    /// own log, records the stored log's size and SHA-256 on the event (no
+    /// digest for a cut log: it would describe bytes we do not have).
+    /// Returns the stored size.
     pub async fn finish(mut self, conn: &mut PgConnection) -> sqlx::Result<i64> {
         self.flush(conn).await?;
         let mut digest = Some(crate::hex(&self.hasher.clone().finalize()));
@@ -276,9 +309,12 @@ impl LogWriter {
                 "\n[faultline] {} bytes cut from the middle of this log ({} read, {} kept)\n",
                 cap.cut, self.read, self.stored
             );
-            insert_chunk(conn, self.event_id, cap.head, marker.as_bytes()).await?;
+            insert_chunk(conn, self.kind, self.event_id, cap.head, marker.as_bytes()).await?;
             self.stored += marker.len() as i64;
             digest = None;
+        }
+        if self.kind == LogKind::Baseline {
+            return Ok(self.stored);
         }
         sqlx::query("UPDATE failure_events SET log_bytes = $2, log_sha256 = $3 WHERE id = $1")
             .bind(self.event_id)
@@ -292,16 +328,20 @@ impl LogWriter {
 
 async fn insert_chunk(
     conn: &mut PgConnection,
+    kind: LogKind,
     event_id: Uuid,
     seq: i32,
     data: &[u8],
 ) -> sqlx::Result<()> {
-    sqlx::query("INSERT INTO event_log_chunks (event_id, seq, data_gz) VALUES ($1, $2, $3)")
-        .bind(event_id)
-        .bind(seq)
-        .bind(gzip(data)?)
-        .execute(conn)
-        .await?;
+    let table = kind.chunks();
+    sqlx::query(AssertSqlSafe(format!(
+        "INSERT INTO {table} (event_id, seq, data_gz) VALUES ($1, $2, $3)"
+    )))
+    .bind(event_id)
+    .bind(seq)
+    .bind(gzip(data)?)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -356,10 +396,21 @@ pub async fn next_chunk(
     event_id: Uuid,
     seq: i32,
 ) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
-    sqlx::query_as(
-        "SELECT seq, data_gz FROM event_log_chunks WHERE event_id = $1 AND seq >= $2
-         ORDER BY seq LIMIT 1",
-    )
+    next_chunk_of(pool, LogKind::Failure, event_id, seq).await
+}
+
+/// [`next_chunk`] of either of an event's logs.
+pub async fn next_chunk_of(
+    pool: &PgPool,
+    kind: LogKind,
+    event_id: Uuid,
+    seq: i32,
+) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
+    let table = kind.chunks();
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT seq, data_gz FROM {table} WHERE event_id = $1 AND seq >= $2
+         ORDER BY seq LIMIT 1"
+    )))
     .bind(event_id)
     .bind(seq)
     .fetch_optional(pool)
@@ -371,6 +422,7 @@ pub async fn next_chunk(
 /// async queries with `handle.block_on`.
 pub struct StoredLogReader {
     pool: PgPool,
+    kind: LogKind,
     event_id: Uuid,
     handle: tokio::runtime::Handle,
     next_seq: i32,
@@ -381,8 +433,14 @@ pub struct StoredLogReader {
 
 impl StoredLogReader {
     pub fn new(pool: PgPool, event_id: Uuid, handle: tokio::runtime::Handle) -> Self {
+        Self::of(LogKind::Failure, pool, event_id, handle)
+    }
+
+    /// A reader of either of an event's logs.
+    pub fn of(kind: LogKind, pool: PgPool, event_id: Uuid, handle: tokio::runtime::Handle) -> Self {
         Self {
             pool,
+            kind,
             event_id,
             handle,
             next_seq: 0,
@@ -395,7 +453,12 @@ impl StoredLogReader {
     fn refill(&mut self) -> io::Result<()> {
         let fetched = self
             .handle
-            .block_on(next_chunk(&self.pool, self.event_id, self.next_seq))
+            .block_on(next_chunk_of(
+                &self.pool,
+                self.kind,
+                self.event_id,
+                self.next_seq,
+            ))
             .map_err(io::Error::other)?;
         match fetched {
             None => self.done = true,

@@ -4,7 +4,7 @@
 //! fetch either happened once, for good, or not at all.
 
 use serde_json::Value;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{events::LogWriter, runs::Lease};
@@ -70,17 +70,7 @@ impl Pending {
         } = self;
         let truncated = writer.cut() > 0;
         let bytes = writer.finish(&mut tx).await?;
-        let held: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM analysis_runs
-             WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'
-             FOR UPDATE",
-        )
-        .bind(lease.run_id)
-        .bind(&lease.owner)
-        .bind(lease.epoch)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if held.is_none() {
+        if !lease_held(&mut tx, lease).await? {
             tx.rollback().await?;
             return Ok(false);
         }
@@ -105,4 +95,20 @@ impl Pending {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// Whether `lease` still holds its running run, locking the run's row until
+/// the transaction ends (the fence of every fetched log).
+pub(super) async fn lease_held(conn: &mut PgConnection, lease: &Lease) -> sqlx::Result<bool> {
+    let held: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM analysis_runs
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'
+         FOR UPDATE",
+    )
+    .bind(lease.run_id)
+    .bind(&lease.owner)
+    .bind(lease.epoch)
+    .fetch_optional(conn)
+    .await?;
+    Ok(held.is_some())
 }

@@ -14,8 +14,11 @@
 //! - [`reprocess`]: bulk re-analysis batches (idempotent, resumable).
 //! - [`tasks`]: housekeeping of the apalis step queue.
 //! - [`log_fetches`]: logs a worker fetched from GitHub / Jenkins (once per event).
+//! - [`baselines`]: the last green log of a failure's job, fetched once per
+//!   event (or why there is none), for the excerpt's baseline.
 //! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
 
+pub mod baselines;
 pub mod events;
 pub mod history;
 pub mod knowledge;

@@ -5,11 +5,13 @@
 //! - `github`: signatures, deliveries, redelivery, ignored events.
 //! - `jenkins`: Notification plugin builds, phases, inline logs.
 //! - `fetch`: the worker fetches a webhook event's log (GitHub redirect, Jenkins console).
+//! - `baseline`: it also fetches the last green log of the job, and the excerpt uses it.
 //! - `api`: `/api/v1/analyses` with token roles; bad input; health and shutdown.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
 mod api;
+mod baseline;
 mod fetch;
 mod github;
 mod jenkins;

@@ -264,7 +264,7 @@ async fn stream(pending: &mut Pending, mut resp: Response) -> Result<(), FetchEr
 }
 
 /// A URL without its query (storage URLs carry signed tokens there).
-fn strip_query(url: &reqwest::Url) -> String {
+pub(super) fn strip_query(url: &reqwest::Url) -> String {
     let mut url = url.clone();
     url.set_query(None);
     url.to_string()

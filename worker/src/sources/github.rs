@@ -117,6 +117,16 @@ pub struct Job {
     pub conclusion: Option<String>,
 }
 
+/// A workflow run, as the runs endpoints list it (the fields we use).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunRef {
+    pub id: u64,
+    pub workflow_id: u64,
+    pub run_number: Option<u64>,
+    pub head_sha: Option<String>,
+    pub html_url: Option<String>,
+}
+
 pub struct GithubClient {
     cfg: GithubConfig,
     http: reqwest::Client,
@@ -411,6 +421,45 @@ impl GithubClient {
         let url = self.repo_url(repo, &["actions", "jobs", &job_id.to_string(), "logs"]);
         let what = format!("log of job {job_id} in {}/{}", repo.0, repo.1);
         self.send(&what, || self.http.get(url.clone())).await
+    }
+
+    /// A workflow run (its workflow's id, which `workflow_job` deliveries lack).
+    pub async fn run(&self, repo: &(String, String), run_id: u64) -> Result<RunRef, ApiError> {
+        let url = self.repo_url(repo, &["actions", "runs", &run_id.to_string()]);
+        let what = format!("run {run_id} in {}/{}", repo.0, repo.1);
+        let body = self.get_json(&what, url).await?;
+        serde_json::from_value(body).map_err(|e| ApiError::Permanent {
+            status: None,
+            message: format!("GitHub's reply for {what} is unreadable: {e}"),
+        })
+    }
+
+    /// The latest successful run of a workflow on a branch, if any.
+    pub async fn last_green_run(
+        &self,
+        repo: &(String, String),
+        workflow_id: u64,
+        branch: &str,
+    ) -> Result<Option<RunRef>, ApiError> {
+        let id = workflow_id.to_string();
+        let mut url = self.repo_url(repo, &["actions", "workflows", &id, "runs"]);
+        url.query_pairs_mut()
+            .append_pair("branch", branch)
+            .append_pair("status", "success")
+            .append_pair("per_page", "1");
+        let what = format!(
+            "successful runs of workflow {workflow_id} on {branch} in {}/{}",
+            repo.0, repo.1
+        );
+        let body = self.get_json(&what, url).await?;
+        let runs: Vec<RunRef> =
+            serde_json::from_value(body["workflow_runs"].clone()).map_err(|e| {
+                ApiError::Permanent {
+                    status: None,
+                    message: format!("GitHub's run list for {what} is unreadable: {e}"),
+                }
+            })?;
+        Ok(runs.into_iter().next())
     }
 
     /// The latest attempt's jobs of a workflow run.

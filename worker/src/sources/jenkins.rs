@@ -137,6 +137,40 @@ impl JenkinsClient {
             .map_err(|e| format!("console URL {console_url:?}: {e}"))
     }
 
+    /// `…/job/<name>/lastSuccessfulBuild/consoleText` of the job a
+    /// notification named (`job_url`: its absolute or relative URL, else
+    /// the job's name), under `JENKINS_URL` like [`Self::resolve`].
+    pub fn last_success_url(&self, job_url: &str) -> Result<Url, String> {
+        let at = match job_url.strip_prefix("job/") {
+            Some(_) => Some(0),
+            None => job_url.find("/job/").map(|at| at + 1),
+        };
+        let path = match at {
+            Some(at) => job_url[at..].trim_end_matches('/').to_string(),
+            None => {
+                let segments: Vec<&str> = job_url.trim_matches('/').split('/').collect();
+                if segments
+                    .iter()
+                    .any(|s| s.is_empty() || *s == "." || *s == "..")
+                {
+                    return Err(format!("job {job_url:?} is not a Jenkins job"));
+                }
+                segments
+                    .iter()
+                    .map(|s| format!("job/{s}"))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            }
+        };
+        if path.split('/').any(|s| s == "." || s == "..") || path.contains(['?', '#']) {
+            return Err(format!("job {job_url:?} is not a Jenkins job URL"));
+        }
+        self.cfg
+            .url
+            .join(&format!("{path}/lastSuccessfulBuild/consoleText"))
+            .map_err(|e| format!("job URL {job_url:?}: {e}"))
+    }
+
     /// Opens a console log; the body is left to stream.
     pub async fn open(&self, url: &Url) -> Result<Response, ApiError> {
         let what = url.as_str();
@@ -238,4 +272,42 @@ async fn cap_stream(
         },
         truncated,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> JenkinsClient {
+        let cfg = JenkinsConfig::from_lookup(|k| {
+            (k == "JENKINS_URL").then(|| "http://jenkins.internal:8080/ci".to_string())
+        })
+        .unwrap()
+        .unwrap();
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://localhost/unused")
+            .unwrap();
+        JenkinsClient::new(cfg, pool)
+    }
+
+    #[test]
+    fn the_last_green_console_is_read_under_jenkins_url() {
+        let c = client();
+        let want = "http://jenkins.internal:8080/ci/job/ledger-api/lastSuccessfulBuild/consoleText";
+        for job in [
+            "https://ci.example.com/job/ledger-api/",
+            "job/ledger-api/",
+            "ledger-api",
+        ] {
+            assert_eq!(c.last_success_url(job).unwrap().as_str(), want, "{job}");
+        }
+        assert_eq!(
+            c.last_success_url("https://ci.example.com/myjob/job/team/job/api%20v2")
+                .unwrap()
+                .as_str(),
+            "http://jenkins.internal:8080/ci/job/team/job/api%20v2/lastSuccessfulBuild/consoleText"
+        );
+        assert!(c.last_success_url("job/../../credentials").is_err());
+        assert!(c.last_success_url("").is_err());
+    }
 }

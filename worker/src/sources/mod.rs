@@ -1,12 +1,14 @@
 //! Clients of the CI systems a failure came from: the GitHub REST/GraphQL
 //! API and Jenkins. The tools read source, blame, history and console text
 //! through them, and [`fetch`] stores a webhook event's log before its first
-//! iteration (issue 5: logs are fetched by the worker, never in the request).
+//! iteration (issue 5: logs are fetched by the worker, never in the request),
+//! then [`baseline`] the last green log of the same job (issue 13).
 //!
 //! Every call retries transient failures in-process ([`crate::http`]); a
 //! server's rate-limit block is recorded in Postgres ([`Gate`]) so every
 //! worker waits for the reset instead of spending refused requests.
 
+pub mod baseline;
 pub mod fetch;
 pub mod github;
 pub mod jenkins;

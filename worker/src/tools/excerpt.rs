@@ -1,14 +1,19 @@
 //! `log_excerpt`: the lines that explain the failure, streamed from the
 //! stored log (one chunk in memory at a time), diagnosed (category from
 //! what produced the failing lines, the specifics) and fingerprinted for
-//! the error library.
+//! the error library. When the last green log of the job was fetched
+//! ([`crate::sources::baseline`]), it is the excerpt's baseline: lines it
+//! also printed are the job's usual noise, not the failure.
 
-use std::io::BufRead;
+use std::{io::BufRead, sync::Arc};
 
 use faultline_shared::{
     diagnose,
-    logs::{self, ExcerptOptions},
-    storage::events::StoredLogReader,
+    logs::{self, Baseline, ExcerptOptions},
+    storage::{
+        baselines::{self, BaselineRow},
+        events::{LogKind, StoredLogReader},
+    },
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -28,7 +33,7 @@ impl Tool for LogExcerpt {
         true
     }
     fn description(&self) -> &'static str {
-        "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines. Both come with a deterministic classification (category, deciding rule, scores) and the facts the log names (failing tests, first diagnostic, unresolved packages, failed command and exit code)."
+        "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines. Lines the job's last green build also printed are left out of mode=failure when that log is available. Both come with a deterministic classification (category, deciding rule, scores) and the facts the log names (failing tests, first diagnostic, unresolved packages, failed command and exit code)."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -48,10 +53,40 @@ impl Tool for LogExcerpt {
                 diagnose::EXCERPT_LINES as u64
             }) as usize;
             let (pool, event_id) = (ctx.pool.clone(), ctx.event_id);
+            let recorded = if tail {
+                None
+            } else {
+                baselines::get(&pool, event_id).await?
+            };
             let handle = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
+                let (baseline, note) = match &recorded {
+                    Some(row) if row.bytes.is_some() => {
+                        let green = StoredLogReader::of(
+                            LogKind::Baseline,
+                            pool.clone(),
+                            event_id,
+                            handle.clone(),
+                        );
+                        let max_line_bytes = ExcerptOptions::default().max_line_bytes;
+                        let b = Baseline::from_reader(green, max_line_bytes).map_err(|e| {
+                            ToolError::Transient(format!("reading the baseline log: {e}"))
+                        })?;
+                        let note = describe(row, &b);
+                        (Some(Arc::new(b)), Some(note))
+                    }
+                    Some(row) => {
+                        let reason = row.reason.as_deref().unwrap_or("unknown");
+                        (None, Some(format!("none ({reason})")))
+                    }
+                    None => (None, None),
+                };
                 let reader = StoredLogReader::new(pool, event_id, handle);
-                read(reader, tail, max_lines)
+                let mut observation = read(reader, tail, max_lines, baseline)?;
+                if let Some(note) = note {
+                    observation["baseline"] = json!(note);
+                }
+                Ok(observation)
             })
             .await
             .map_err(|e| ToolError::Failed(format!("excerpt task panicked: {e}")))?
@@ -59,7 +94,29 @@ impl Tool for LogExcerpt {
     }
 }
 
-fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, ToolError> {
+/// What the baseline is, for the observation.
+fn describe(row: &BaselineRow, b: &Baseline) -> String {
+    let d = &row.detail;
+    let what = match (d["run_id"].as_u64(), d["console_url"].as_str()) {
+        (Some(run), _) => format!(
+            "GitHub run {run} on {}",
+            d["branch"].as_str().unwrap_or("?")
+        ),
+        (None, Some(url)) => url.to_string(),
+        _ => row.source.clone(),
+    };
+    format!(
+        "last green log ({what}, {} lines): lines it also printed are left out",
+        b.lines()
+    )
+}
+
+fn read(
+    reader: impl BufRead,
+    tail: bool,
+    max_lines: usize,
+    baseline: Option<Arc<Baseline>>,
+) -> Result<Value, ToolError> {
     let io_err = |e: std::io::Error| ToolError::Transient(format!("reading the stored log: {e}"));
     let excerpt = if tail {
         tail_lines(reader, max_lines).map_err(io_err)?
@@ -68,6 +125,7 @@ fn read(reader: impl BufRead, tail: bool, max_lines: usize) -> Result<Value, Too
             reader,
             &ExcerptOptions {
                 max_lines,
+                baseline,
                 ..ExcerptOptions::default()
             },
         )

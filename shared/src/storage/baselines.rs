@@ -1,0 +1,160 @@
+//! `baseline_fetches` + `baseline_log_chunks`: the last green log of a
+//! failure's job (issue 13), fetched by a worker once per event so that the
+//! excerpt can leave out the lines the job also prints when it passes.
+//!
+//! Like [`super::log_fetches`], the chunks and the row are written in one
+//! transaction fenced by the run's lease. A job without a green build (or
+//! whose green log could not be read) gets a row with the reason instead,
+//! so a resumed run asks neither again.
+
+use serde_json::Value;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use super::{events::LogWriter, log_fetches::lease_held, runs::Lease};
+
+/// What was recorded for an event's baseline.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct BaselineRow {
+    pub source: String,
+    /// Bytes stored; `None` when there is no baseline.
+    pub bytes: Option<i64>,
+    pub truncated: bool,
+    /// Why there is no baseline.
+    pub reason: Option<String>,
+    pub detail: Value,
+}
+
+/// Reads the baseline recorded for an event, if any.
+pub async fn get(pool: &PgPool, event_id: Uuid) -> sqlx::Result<Option<BaselineRow>> {
+    sqlx::query_as(
+        "SELECT source, bytes, truncated, reason, detail FROM baseline_fetches WHERE event_id = $1",
+    )
+    .bind(event_id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// An open baseline fetch: chunks are written into `tx` as they arrive.
+pub struct Pending {
+    tx: Transaction<'static, Postgres>,
+    writer: LogWriter,
+    event_id: Uuid,
+}
+
+/// Starts storing the baseline of `event_id`, keeping head and tail of one
+/// longer than `max_bytes`.
+pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Pending> {
+    Ok(Pending {
+        tx: pool.begin().await?,
+        writer: LogWriter::baseline(event_id, max_bytes),
+        event_id,
+    })
+}
+
+impl Pending {
+    /// Appends a piece of the green log.
+    pub async fn write(&mut self, data: &[u8]) -> sqlx::Result<()> {
+        self.writer.write(&mut self.tx, data).await
+    }
+
+    /// Bytes written so far (before any cut).
+    pub fn bytes(&self) -> i64 {
+        self.writer.bytes()
+    }
+
+    /// Bytes cut from the middle so far.
+    pub fn cut(&self) -> i64 {
+        self.writer.cut()
+    }
+
+    /// Commits the green log and its row if `lease` still holds the run;
+    /// false (nothing stored) when it was taken over or another worker's
+    /// fetch won.
+    pub async fn commit(self, lease: &Lease, source: &str, detail: &Value) -> sqlx::Result<bool> {
+        let Pending {
+            mut tx,
+            writer,
+            event_id,
+        } = self;
+        let truncated = writer.cut() > 0;
+        let bytes = writer.finish(&mut tx).await?;
+        if !lease_held(&mut tx, lease).await?
+            || !insert(
+                &mut tx,
+                event_id,
+                lease,
+                source,
+                (Some(bytes), None),
+                truncated,
+                detail,
+            )
+            .await?
+        {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+/// Records that the event has no baseline, and why, if `lease` still holds
+/// the run; false when it was taken over or a row exists already.
+pub async fn record_none(
+    pool: &PgPool,
+    lease: &Lease,
+    event_id: Uuid,
+    source: &str,
+    reason: &str,
+    detail: &Value,
+) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    if !lease_held(&mut tx, lease).await?
+        || !insert(
+            &mut tx,
+            event_id,
+            lease,
+            source,
+            (None, Some(reason)),
+            false,
+            detail,
+        )
+        .await?
+    {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Inserts the event's baseline row (bytes stored, or the reason there is
+/// none); false if it has one already.
+async fn insert(
+    tx: &mut Transaction<'static, Postgres>,
+    event_id: Uuid,
+    lease: &Lease,
+    source: &str,
+    (bytes, reason): (Option<i64>, Option<&str>),
+    truncated: bool,
+    detail: &Value,
+) -> sqlx::Result<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO baseline_fetches
+             (event_id, run_id, source, bytes, truncated, reason, detail, worker_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (event_id) DO NOTHING",
+    )
+    .bind(event_id)
+    .bind(lease.run_id)
+    .bind(source)
+    .bind(bytes)
+    .bind(truncated)
+    .bind(reason)
+    .bind(detail)
+    .bind(&lease.owner)
+    .execute(&mut **tx)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
