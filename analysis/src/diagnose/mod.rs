@@ -454,6 +454,18 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
     if s1 >= 0.2 {
         diagnosis.category = winner;
         diagnosis.confidence = confidence(s1, s2);
+        // A count of failed tests says that tests failed, not which or
+        // why: worth a look before anyone signs it.
+        let only_counts = winner == Category::TestFailure
+            && !best.values().any(|&i| {
+                matches!(
+                    rules::RULES[hits[i].rule].kind,
+                    Kind::Assertion | Kind::TestFailed
+                )
+            });
+        if only_counts {
+            diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
+        }
         diagnosis.decided_by = match ordered.first().map(|&i| &hits[i]) {
             Some(h) if rules::RULES[h.rule].kind.category() == winner => {
                 let r = &rules::RULES[h.rule];
@@ -516,13 +528,17 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
     diagnosis
 }
 
-/// Strength of the winner's evidence, tempered by the runner-up.
+/// Highest confidence of a test failure known only from a summary count.
+const ONLY_COUNTS_CONFIDENCE: f32 = 0.7;
+
+/// Strength of the winner's evidence, tempered by the runner-up: a
+/// runner-up half as strong takes a quarter off, one as strong all of it.
 fn confidence(s1: f32, s2: f32) -> f32 {
     if s1 <= 0.0 {
         return 0.0;
     }
     let ratio = (s2 / s1).clamp(0.0, 1.0);
-    round3((s1 * (1.0 - 0.6 * ratio * ratio)).clamp(0.0, 0.99))
+    round3((s1 * (1.0 - ratio * ratio)).clamp(0.0, 0.99))
 }
 
 fn round3(x: f32) -> f32 {

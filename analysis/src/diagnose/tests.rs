@@ -187,3 +187,24 @@ fn line_strength_grades_tool_formats_above_vocabulary() {
     assert!(line_strength("FAILED tests/test_a.py::test_b - assert 1 == 2") >= 0.9);
     assert_eq!(line_strength("an error happened somewhere"), 0.0);
 }
+
+#[test]
+fn a_failure_count_alone_is_not_confident() {
+    let d =
+        diagnose_text("Executed 48 tests, with 2 failures (0 unexpected) in 1.204 (1.310) seconds");
+    assert_eq!(d.category, Category::TestFailure);
+    assert!(d.confidence <= ONLY_COUNTS_CONFIDENCE, "{d:?}");
+    // Naming the failing test lifts the cap.
+    let named = diagnose_text(
+        "Test Case '-[FeedTests testParsesEmptyFeed]' failed (0.012 seconds).\n\
+         Executed 48 tests, with 2 failures (0 unexpected) in 1.204 (1.310) seconds",
+    );
+    assert!(named.confidence > ONLY_COUNTS_CONFIDENCE, "{named:?}");
+}
+
+#[test]
+fn a_runner_up_as_strong_as_the_winner_leaves_no_confidence() {
+    assert_eq!(confidence(0.9, 0.9), 0.0);
+    assert!((confidence(0.8, 0.4) - 0.6).abs() < 1e-3);
+    assert!((confidence(0.9, 0.0) - 0.9).abs() < 1e-3);
+}
