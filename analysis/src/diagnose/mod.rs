@@ -546,4 +546,6 @@ fn round3(x: f32) -> f32 {
 }
 
 #[cfg(test)]
+mod ecosystems;
+#[cfg(test)]
 mod tests;

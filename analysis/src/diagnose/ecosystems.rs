@@ -1,0 +1,1791 @@
+//! One realistic snippet per tool format, written for these tests from the
+//! tools' long-stable output formats (invented projects, tests and files;
+//! no line comes from a labelled data set): the category each deserves by
+//! the rubric, and the specifics the snippet prints.
+
+use super::*;
+
+#[track_caller]
+fn diagnosed(text: &str, want: Category) -> Diagnosis {
+    let d = diagnose_text(text);
+    assert_eq!(d.category, want, "\n{text}\n{d:#?}");
+    d
+}
+
+#[track_caller]
+fn failing<'a>(d: &'a Diagnosis, name: &str) -> &'a TestRef {
+    d.facts
+        .failing_tests
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no failing test {name:?} in {:#?}", d.facts))
+}
+
+#[track_caller]
+fn first_diagnostic(d: &Diagnosis) -> &Diagnostic {
+    d.facts
+        .diagnostic
+        .as_ref()
+        .unwrap_or_else(|| panic!("no diagnostic in {:#?}", d.facts))
+}
+
+#[track_caller]
+fn package<'a>(d: &'a Diagnosis, name: &str) -> &'a PackageRef {
+    d.facts
+        .packages
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no package {name:?} in {:#?}", d.facts))
+}
+
+#[track_caller]
+fn at(t: &TestRef) -> (Option<&str>, Option<u32>) {
+    (t.file.as_deref(), t.line)
+}
+
+#[track_caller]
+fn located(d: &Diagnostic) -> (Option<&str>, Option<u32>) {
+    (d.file.as_deref(), d.line)
+}
+
+// ------------------------------------------------------------------ Python
+
+#[test]
+fn pytest_class_method_with_parameters() {
+    let d = diagnosed(
+        r"______________________ TestInvoice.test_discount[gold] _______________________
+>       assert apply_discount(100, tier) == 80
+E       assert 85 == 80
+E        +  where 85 = apply_discount(100, 'gold')
+tests/test_invoice.py:27: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_invoice.py::TestInvoice::test_discount[gold] - assert 85 == 80
+========================= 1 failed, 41 passed in 2.13s =========================",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "TestInvoice::test_discount[gold]");
+    assert_eq!(t.file.as_deref(), Some("tests/test_invoice.py"));
+}
+
+#[test]
+fn unittest_failure() {
+    let d = diagnosed(
+        r#"======================================================================
+FAIL: test_parse_header (tests.test_reader.ReaderTest.test_parse_header)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/runner/work/csvtool/csvtool/tests/test_reader.py", line 48, in test_parse_header
+    self.assertEqual(reader.header, ['id', 'name'])
+AssertionError: Lists differ: ['id'] != ['id', 'name']
+----------------------------------------------------------------------
+Ran 37 tests in 0.412s
+
+FAILED (failures=1)"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "test_parse_header");
+    assert_eq!(
+        t.suite.as_deref(),
+        Some("tests.test_reader.ReaderTest.test_parse_header")
+    );
+}
+
+#[test]
+fn nose_function_test_failure() {
+    let d = diagnosed(
+        r#"======================================================================
+FAIL: textkit.tests.test_slug.test_slugify_unicode
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/travis/build/acme/textkit/textkit/tests/test_slug.py", line 19, in test_slugify_unicode
+    assert slugify(u"caf\xe9") == u"cafe"
+AssertionError
+----------------------------------------------------------------------
+Ran 112 tests in 3.004s
+
+FAILED (SKIP=2, failures=1)"#,
+        Category::TestFailure,
+    );
+    failing(&d, "textkit.tests.test_slug.test_slugify_unicode");
+}
+
+#[test]
+fn pytest_test_failing_on_a_network_timeout_is_infra() {
+    diagnosed(
+        r"___________________________ test_fetch_exchange_rates ___________________________
+E   requests.exceptions.ConnectTimeout: HTTPSConnectionPool(host='api.rates.example', port=443): Max retries exceeded with url: /latest (Caused by ConnectTimeoutError(<urllib3.connection.HTTPSConnection object at 0x7f2b1c3d9a90>, 'Connection to api.rates.example timed out. (connect timeout=5)'))
+tests/test_rates.py:14: ConnectTimeout
+FAILED tests/test_rates.py::test_fetch_exchange_rates - requests.exceptions.ConnectTimeout: HTTPSConnectionPool(host='api.rates.example', port=443): Max retries exceeded
+========================= 1 failed, 30 passed in 7.41s =========================",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn flake8_violation() {
+    let d = diagnosed(
+        "./ledger/models.py:88:80: E501 line too long (96 > 79 characters)\n\
+         ./ledger/models.py:102:1: F401 'decimal.Decimal' imported but unused",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("./ledger/models.py"), Some(88)));
+    assert_eq!(diag.code.as_deref(), Some("E501"));
+}
+
+#[test]
+fn pip_requirement_not_found() {
+    let d = diagnosed(
+        "Collecting torch==1.4.0 (from -r requirements.txt (line 3))\n\
+         ERROR: Could not find a version that satisfies the requirement torch==1.4.0 (from versions: 2.2.0, 2.2.1)\n\
+         ERROR: No matching distribution found for torch==1.4.0",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "torch").version.as_deref(), Some("==1.4.0"));
+}
+
+#[test]
+fn pip_version_conflict() {
+    diagnosed(
+        "ERROR: Cannot install -r requirements.txt (line 3) and urllib3==2.2.1 because these package versions have conflicting dependencies.\n\
+         \n\
+         The conflict is caused by:\n\
+         \x20   The user requested urllib3==2.2.1\n\
+         \x20   botocore 1.29.0 depends on urllib3<1.27 and >=1.25.4\n\
+         ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/topics/dependency-resolution/#dealing-with-dependency-conflicts",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn pip_failing_because_the_connection_was_reset_is_infra() {
+    diagnosed(
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProtocolError('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))': /simple/requests/\n\
+         ERROR: Could not find a version that satisfies the requirement requests>=2.31 (from versions: none)\n\
+         ERROR: No matching distribution found for requests>=2.31",
+        Category::InfraError,
+    );
+}
+
+// -------------------------------------------------------------- JavaScript
+
+#[test]
+fn jest_assertion() {
+    let d = diagnosed(
+        r#"FAIL src/components/__tests__/CartSummary.test.tsx
+  CartSummary
+    ✕ shows the total with tax (23 ms)
+  ● CartSummary › shows the total with tax
+    expect(received).toBe(expected) // Object.is equality
+    Expected: "$10.80"
+    Received: "$10.00"
+      at Object.<anonymous> (src/components/__tests__/CartSummary.test.tsx:22:53)
+Tests:       1 failed, 11 passed, 12 total"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "CartSummary › shows the total with tax");
+    assert_eq!(
+        t.file.as_deref(),
+        Some("src/components/__tests__/CartSummary.test.tsx")
+    );
+}
+
+#[test]
+fn jest_uncaught_type_error_in_a_test_is_code() {
+    diagnosed(
+        r"FAIL src/cart/__tests__/total.test.js
+  ● cart total › sums line items
+    TypeError: Cannot read properties of undefined (reading 'price')
+      12 |   return items.reduce((sum, item) => sum + item.product.price * item.qty, 0);
+      at reduce (src/cart/total.js:12:53)
+Tests:       1 failed, 8 passed, 9 total",
+        Category::CodeError,
+    );
+}
+
+#[test]
+fn jest_suite_failing_on_a_missing_module_is_a_dependency_error() {
+    let d = diagnosed(
+        r"FAIL src/search/__tests__/SearchBox.test.tsx
+  ● Test suite failed to run
+
+    Cannot find module 'lodash.debounce' from 'src/search/SearchBox.tsx'
+
+Test Suites: 1 failed, 4 passed, 5 total
+Tests:       0 total",
+        Category::DependencyError,
+    );
+    package(&d, "lodash.debounce");
+}
+
+#[test]
+fn mocha_with_node_assert() {
+    diagnosed(
+        r"  UserService
+    #create()
+      1) rejects a duplicate email
+
+  14 passing (320ms)
+  1 failing
+
+  1) UserService
+       #create()
+         rejects a duplicate email:
+     AssertionError [ERR_ASSERTION]: Missing expected rejection.
+      at async Context.<anonymous> (test/user-service.spec.js:41:5)",
+        Category::TestFailure,
+    );
+}
+
+#[test]
+fn jasmine_expectation() {
+    diagnosed(
+        r"Started
+..F...
+
+Failures:
+1) Calculator divide returns Infinity for division by zero
+  Message:
+    Expected NaN to be Infinity.
+  Stack:
+        at UserContext.<anonymous> (spec/calculator.spec.js:18:32)
+
+6 specs, 1 failure
+Finished in 0.021 seconds",
+        Category::TestFailure,
+    );
+}
+
+#[test]
+fn karma_with_a_two_word_browser_name() {
+    let d = diagnosed(
+        r"Chrome Headless 118.0.5993.88 (Linux x86_64) DateRangePicker should clamp the end date FAILED
+	Expected '2024-01-31' to equal '2024-02-01'.
+	    at UserContext.<anonymous> (src/app/date-range-picker.component.spec.ts:54:28)
+Chrome Headless 118.0.5993.88 (Linux x86_64): Executed 88 of 88 (1 FAILED) (1.204 secs / 1.09 secs)
+TOTAL: 1 FAILED, 87 SUCCESS",
+        Category::TestFailure,
+    );
+    failing(&d, "DateRangePicker should clamp the end date");
+}
+
+#[test]
+fn tape_tap_output() {
+    let d = diagnosed(
+        r"TAP version 13
+# rejects garbage
+not ok 2 should throw
+  ---
+    operator: throws
+    at: Test.<anonymous> (/home/runner/work/tinydate/tinydate/test/parse.js:22:5)
+  ...
+1..2
+# tests 2
+# pass  1
+# fail  1",
+        Category::TestFailure,
+    );
+    failing(&d, "should throw");
+}
+
+#[test]
+fn eslint_stylish() {
+    let d = diagnosed(
+        r"/home/runner/work/shop/shop/src/cart/total.js
+  14:7   error  'discount' is assigned a value but never used  no-unused-vars
+  22:18  error  Strings must use singlequote                   quotes
+
+✖ 2 problems (2 errors, 0 warnings)
+  1 error and 0 warnings potentially fixable with the `--fix` option.",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(diag.line, Some(14));
+    assert_eq!(diag.code.as_deref(), Some("no-unused-vars"));
+}
+
+#[test]
+fn tslint_prose() {
+    let d = diagnosed(
+        "ERROR: (no-var-keyword) src/app/cart/cart.service.ts[31, 5]: Forbidden 'var' keyword, use 'let' or 'const' instead\n\
+         Lint errors found in the listed files.",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("src/app/cart/cart.service.ts"), Some(31))
+    );
+}
+
+#[test]
+fn tsc_pretty_error() {
+    let d = diagnosed(
+        r"src/cart/total.ts:14:7 - error TS2322: Type 'string' is not assignable to type 'number'.
+
+14   let sum: number = format(items);
+         ~~~
+
+Found 1 error in src/cart/total.ts:14",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("src/cart/total.ts"), Some(14)));
+    assert_eq!(diag.code.as_deref(), Some("TS2322"));
+}
+
+#[test]
+fn stylelint_string_formatter() {
+    let d = diagnosed(
+        r#"src/styles/buttons.scss
+ 12:3  ✖  Unexpected unknown property "colr"   property-no-unknown
+ 27:1  ✖  Expected empty line before rule       rule-empty-line-before
+
+2 problems (2 errors, 0 warnings)"#,
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(diag.line, Some(12));
+    assert_eq!(diag.code.as_deref(), Some("property-no-unknown"));
+}
+
+#[test]
+fn npm_version_not_found() {
+    let d = diagnosed(
+        "npm ERR! code ETARGET\n\
+         npm ERR! notarget No matching version found for left-pad@^9.0.0.\n\
+         npm ERR! notarget In most cases you or one of your dependencies are requesting\n\
+         npm ERR! notarget a package version that doesn't exist.",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "left-pad").version.as_deref(), Some("^9.0.0"));
+}
+
+#[test]
+fn npm_peer_dependency_conflict() {
+    diagnosed(
+        r#"npm ERR! code ERESOLVE
+npm ERR! ERESOLVE unable to resolve dependency tree
+npm ERR!
+npm ERR! While resolving: shop-ui@1.4.0
+npm ERR! Found: react@18.2.0
+npm ERR! Could not resolve dependency:
+npm ERR! peer react@"^16.8.0 || ^17.0.0" from react-datepicker@4.1.0"#,
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn npm_connection_reset_is_infra() {
+    diagnosed(
+        "npm ERR! code ECONNRESET\n\
+         npm ERR! network aborted\n\
+         npm ERR! network This is a problem related to network connectivity.",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn yarn_no_matching_version() {
+    let d = diagnosed(
+        r#"yarn install v1.22.19
+[1/4] Resolving packages...
+error Couldn't find any versions for "left-pad" that matches "^9.0.0"
+info Visit https://yarnpkg.com/en/docs/cli/install for documentation about this command."#,
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "left-pad").version.as_deref(), Some("^9.0.0"));
+}
+
+// -------------------------------------------------------------------- Ruby
+
+#[test]
+fn rspec_failure() {
+    let d = diagnosed(
+        r"  1) Order#total applies the coupon
+     Failure/Error: expect(order.total).to eq(90)
+
+       expected: 90
+            got: 100
+     # ./spec/models/order_spec.rb:14:in `block (3 levels) in <top (required)>'
+
+24 examples, 1 failure
+
+rspec ./spec/models/order_spec.rb:12 # Order#total applies the coupon",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "Order#total applies the coupon");
+    assert_eq!(at(t), (Some("spec/models/order_spec.rb"), Some(12)));
+}
+
+#[test]
+fn minitest_failure() {
+    let d = diagnosed(
+        r#"  1) Failure:
+SlugTest#test_strips_accents [test/slug_test.rb:9]:
+Expected: "cafe"
+  Actual: "café"
+
+5 runs, 7 assertions, 1 failures, 0 errors, 0 skips"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "test_strips_accents");
+    assert_eq!(at(t), (Some("test/slug_test.rb"), Some(9)));
+}
+
+#[test]
+fn test_unit_failure() {
+    let d = diagnosed(
+        r"===============================================================================
+Failure: test_parse_empty(ParserTest)
+/home/runner/work/tinyparse/tinyparse/test/test_parser.rb:17:in `test_parse_empty'
+  => 17:     assert_equal([], result)
+<[]> expected but was
+<nil>
+===============================================================================
+3 tests, 3 assertions, 1 failures, 0 errors, 0 pendings, 0 omissions, 0 notifications
+66.6667% passed",
+        Category::TestFailure,
+    );
+    assert_eq!(
+        failing(&d, "test_parse_empty").suite.as_deref(),
+        Some("ParserTest")
+    );
+}
+
+#[test]
+fn rubocop_offense() {
+    let d = diagnosed(
+        r"Offenses:
+
+app/models/order.rb:27:5: C: [Correctable] Style/RedundantReturn: Redundant return detected.
+    return total
+    ^^^^^^
+
+42 files inspected, 1 offense detected, 1 offense autocorrectable",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("app/models/order.rb"), Some(27)));
+    assert_eq!(diag.code.as_deref(), Some("Style/RedundantReturn"));
+}
+
+#[test]
+fn bundler_gem_not_found() {
+    let d = diagnosed(
+        "Fetching gem metadata from https://rubygems.org/.........\n\
+         Resolving dependencies...\n\
+         Could not find gem 'rails (~> 8.1)' in rubygems repository https://rubygems.org/ or installed locally.",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "rails").version.as_deref(), Some("~> 8.1"));
+}
+
+#[test]
+fn bundler_version_conflict() {
+    let d = diagnosed(
+        r#"Bundler could not find compatible versions for gem "activesupport":
+  In Gemfile:
+    rails (~> 7.0) was resolved to 7.0.8, which depends on
+      activesupport (= 7.0.8)"#,
+        Category::DependencyError,
+    );
+    package(&d, "activesupport");
+}
+
+#[test]
+fn rspec_file_failing_to_load_a_gem_is_a_dependency_error() {
+    let d = diagnosed(
+        r"An error occurred while loading ./spec/client_spec.rb.
+Failure/Error: require 'faraday'
+
+LoadError:
+  cannot load such file -- faraday
+# ./spec/client_spec.rb:1:in `<top (required)>'
+Finished in 0.00021 seconds (files took 0.1 seconds to load)
+0 examples, 0 failures, 1 error occurred outside of examples",
+        Category::DependencyError,
+    );
+    package(&d, "faraday");
+}
+
+// --------------------------------------------------------------------- JVM
+
+#[test]
+fn surefire_junit5_failure() {
+    let d = diagnosed(
+        r"[INFO] Running com.acme.billing.InvoiceServiceTest
+[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.231 s <<< FAILURE! -- in com.acme.billing.InvoiceServiceTest
+[ERROR] com.acme.billing.InvoiceServiceTest.totalIncludesVat -- Time elapsed: 0.021 s <<< FAILURE!
+org.opentest4j.AssertionFailedError: expected: <119.0> but was: <100.0>
+[ERROR] Failures:
+[ERROR]   InvoiceServiceTest.totalIncludesVat:42 expected: <119.0> but was: <100.0>
+[ERROR] Tests run: 5, Failures: 1, Errors: 0, Skipped: 0",
+        Category::TestFailure,
+    );
+    assert_eq!(failing(&d, "totalIncludesVat").line, Some(42));
+}
+
+#[test]
+fn surefire_null_pointer_in_a_test_is_code() {
+    let d = diagnosed(
+        r"[ERROR] Tests run: 3, Failures: 0, Errors: 1, Skipped: 0, Time elapsed: 0.05 s <<< FAILURE! - in com.acme.billing.InvoiceServiceTest
+[ERROR] refundRestoresBalance(com.acme.billing.InvoiceServiceTest)  Time elapsed: 0.004 s  <<< ERROR!
+java.lang.NullPointerException
+	at com.acme.billing.Invoice.refund(Invoice.java:77)
+	at com.acme.billing.InvoiceServiceTest.refundRestoresBalance(InvoiceServiceTest.java:51)",
+        Category::CodeError,
+    );
+    failing(&d, "refundRestoresBalance");
+}
+
+#[test]
+fn maven_compile_error_in_a_test_file_is_code() {
+    let d = diagnosed(
+        r"[ERROR] COMPILATION ERROR :
+[ERROR] /home/runner/work/billing/billing/src/test/java/com/acme/billing/InvoiceServiceTest.java:[42,25] cannot find symbol
+  symbol:   method totalWithVat()
+  location: variable invoice of type com.acme.billing.Invoice
+[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.11.0:testCompile (default-testCompile) on project billing-core: Compilation failure",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (
+            Some(
+                "/home/runner/work/billing/billing/src/test/java/com/acme/billing/InvoiceServiceTest.java"
+            ),
+            Some(42)
+        )
+    );
+}
+
+#[test]
+fn testng_failure() {
+    let d = diagnosed(
+        r"FAILED: rejectsExpiredToken
+java.lang.AssertionError: expected [true] but found [false]
+	at org.testng.Assert.fail(Assert.java:99)
+	at com.acme.auth.TokenTest.rejectsExpiredToken(TokenTest.java:41)
+
+===============================================
+    Default test
+    Tests run: 8, Failures: 1, Skips: 0
+===============================================
+Total tests run: 8, Passes: 7, Failures: 1, Skips: 0",
+        Category::TestFailure,
+    );
+    failing(&d, "rejectsExpiredToken");
+}
+
+#[test]
+fn gradle_test_failure() {
+    let d = diagnosed(
+        r"> Task :app:test FAILED
+
+com.acme.geo.DistanceCalculatorTest > haversineBetweenParisAndLondon() FAILED
+    org.opentest4j.AssertionFailedError at DistanceCalculatorTest.java:27
+
+12 tests completed, 1 failed
+
+FAILURE: Build failed with an exception.
+* What went wrong:
+Execution failed for task ':app:test'.
+> There were failing tests. See the report at: file:///home/runner/work/geo/geo/app/build/reports/tests/test/index.html",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "haversineBetweenParisAndLondon()");
+    assert_eq!(
+        t.suite.as_deref(),
+        Some("com.acme.geo.DistanceCalculatorTest")
+    );
+}
+
+#[test]
+fn scalatest_under_sbt() {
+    let d = diagnosed(
+        r"[info] MoneySpec:
+[info] Money
+[info] - should add amounts in the same currency
+[info] - should refuse to add different currencies *** FAILED ***
+[info]   IllegalArgumentException was not thrown (MoneySpec.scala:21)
+[info] Tests: succeeded 7, failed 1, canceled 0, ignored 0, pending 0
+[info] *** 1 TEST FAILED ***
+[error] Failed tests:
+[error] 	com.acme.money.MoneySpec
+[error] (Test / test) sbt.TestsFailedException: Tests unsuccessful",
+        Category::TestFailure,
+    );
+    failing(&d, "should refuse to add different currencies");
+}
+
+#[test]
+fn specs2_under_sbt() {
+    let d = diagnosed(
+        r"[info] The token parser should
+[info]   + parse an integer
+[error]   x parse a negative integer
+[error]    '-' is not a digit (TokenParserSpec.scala:18)
+[info] Total for specification TokenParserSpec
+[info] 2 examples, 1 failure, 0 error
+[error] Failed: Total 2, Failed 1, Errors 0, Passed 1
+[error] (Test / test) sbt.TestsFailedException: Tests unsuccessful",
+        Category::TestFailure,
+    );
+    failing(&d, "parse a negative integer");
+}
+
+#[test]
+fn sbt_compile_error() {
+    let d = diagnosed(
+        r"[info] compiling 12 Scala sources to /home/runner/work/ledger/ledger/target/scala-2.13/classes ...
+[error] /home/runner/work/ledger/ledger/src/main/scala/acme/ledger/Account.scala:34:18: type mismatch;
+[error]  found   : String
+[error]  required: Int
+[error] one error found
+[error] (Compile / compileIncremental) Compilation failed
+[error] Total time: 9 s, completed Mar 3, 2024 10:12:44 AM",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (
+            Some("/home/runner/work/ledger/ledger/src/main/scala/acme/ledger/Account.scala"),
+            Some(34)
+        )
+    );
+}
+
+#[test]
+fn maven_artifact_not_found() {
+    let d = diagnosed(
+        "[ERROR] Failed to execute goal on project billing-core: Could not resolve dependencies for project com.acme:billing-core:jar:1.3.0-SNAPSHOT: Could not find artifact com.acme:money-api:jar:2.0.0 in central (https://repo.maven.apache.org/maven2) -> [Help 1]",
+        Category::DependencyError,
+    );
+    assert!(
+        d.facts
+            .packages
+            .iter()
+            .any(|p| p.name.contains("money-api")),
+        "{:#?}",
+        d.facts
+    );
+}
+
+#[test]
+fn gradle_dependency_not_found() {
+    let d = diagnosed(
+        r"* What went wrong:
+Execution failed for task ':app:compileJava'.
+> Could not resolve all files for configuration ':app:compileClasspath'.
+   > Could not find com.acme:money-api:2.0.0.
+     Required by:
+         project :app",
+        Category::DependencyError,
+    );
+    package(&d, "com.acme:money-api:2.0.0");
+}
+
+// --------------------------------------------------------- Elixir / Erlang
+
+#[test]
+fn exunit_assertion() {
+    let d = diagnosed(
+        r#"  1) test parses a negative amount (Ledger.ParserTest)
+     test/ledger/parser_test.exs:21
+     Assertion with == failed
+     code:  assert Parser.parse("-5") == {:ok, -5}
+     left:  {:error, :invalid}
+     right: {:ok, -5}
+
+Finished in 0.08 seconds (0.03s async, 0.05s sync)
+14 tests, 1 failure"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "parses a negative amount");
+    assert_eq!(t.suite.as_deref(), Some("Ledger.ParserTest"));
+    assert_eq!(at(t), (Some("test/ledger/parser_test.exs"), Some(21)));
+}
+
+#[test]
+fn mix_hex_resolution_conflict() {
+    let d = diagnosed(
+        r#"Resolving Hex dependencies...
+
+Failed to use "plug" (version 1.10.0) because
+  phoenix (version 1.7.10) requires ~> 1.14
+  mix.exs specifies ~> 1.10.0
+
+** (Mix) Hex dependency resolution failed, change the version requirements of your dependencies or unlock them (by using mix deps.update or mix deps.unlock)."#,
+        Category::DependencyError,
+    );
+    package(&d, "plug");
+}
+
+#[test]
+fn mix_unknown_hex_package() {
+    let d = diagnosed(
+        "Resolving Hex dependencies...\n** (Mix) No package with name plugg (from: mix.exs) in registry",
+        Category::DependencyError,
+    );
+    package(&d, "plugg");
+}
+
+#[test]
+fn common_test_failure() {
+    let d = diagnosed(
+        r#"- - - - - - - - - - - - - - - - - - - - - - - - - -
+payments_SUITE:refund_twice failed on line 58
+Reason: {assertEqual,[{module,payments_SUITE},{line,58},{expected,ok},{value,{error,already_refunded}}]}
+- - - - - - - - - - - - - - - - - - - - - - - - - -
+Testing acme.pay: *** FAILED {payments_SUITE,refund_twice} ***
+Testing acme.pay: TEST COMPLETE, 23 ok, 1 failed of 24 test cases"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "refund_twice");
+    assert_eq!(t.line, Some(58));
+}
+
+#[test]
+fn rebar3_common_test_failure() {
+    let d = diagnosed(
+        r"===> Running Common Test suites...
+%%% payments_SUITE: ....
+%%% payments_SUITE ==> refund_twice: FAILED
+%%% payments_SUITE ==> {{assertEqual,[{module,payments_SUITE},{line,58},{expected,ok},{value,{error,already_refunded}}]},[]}
+Failed 1 tests. Passed 23 tests.
+===> Failures occurred running tests: 1",
+        Category::TestFailure,
+    );
+    assert_eq!(
+        failing(&d, "refund_twice").suite.as_deref(),
+        Some("payments_SUITE")
+    );
+}
+
+#[test]
+fn eunit_failure() {
+    let d = diagnosed(
+        r#"module 'lists_util_tests'
+  lists_util_tests: chunk_test...*failed*
+in function lists_util_tests:'-chunk_test/0-fun-0-'/1 (test/lists_util_tests.erl, line 12)
+**error:{assertEqual,[{module,lists_util_tests},
+                      {line,12},
+                      {expected,[[1,2],[3]]},
+                      {value,[[1,2,3]]}]}
+=======================================================
+  Failed: 1.  Skipped: 0.  Passed: 8."#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "chunk_test");
+    assert_eq!(at(t), (Some("test/lists_util_tests.erl"), Some(12)));
+}
+
+#[test]
+fn rebar3_compile_error() {
+    let d = diagnosed(
+        "===> Compiling acme_pay\n\
+         ===> Compiling src/acme_pay_refund.erl failed\n\
+         src/acme_pay_refund.erl:41:5: variable 'Amount' is unbound",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("src/acme_pay_refund.erl"), Some(41))
+    );
+}
+
+#[test]
+fn rebar3_package_not_in_registry() {
+    let d = diagnosed(
+        "===> Verifying dependencies...\n===> Package not found in registry: cowboyy-2.9.0.",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "cowboyy").version.as_deref(), Some("2.9.0"));
+}
+
+// ---------------------------------------------------------------------- Go
+
+#[test]
+fn go_test_testify_subtest() {
+    let d = diagnosed(
+        "=== RUN   TestParseDuration/negative\n\
+         \x20   duration_test.go:44:\n\
+         \x20       \tError Trace:\t/home/runner/work/tempo/tempo/duration_test.go:44\n\
+         \x20       \tError:      \tNot equal:\n\
+         \x20       \t            \texpected: -5000000000\n\
+         \x20       \t            \tactual  : 5000000000\n\
+         --- FAIL: TestParseDuration (0.00s)\n\
+         \x20   --- FAIL: TestParseDuration/negative (0.00s)\n\
+         FAIL\n\
+         FAIL\tgithub.com/acme/tempo\t0.012s",
+        Category::TestFailure,
+    );
+    failing(&d, "TestParseDuration/negative");
+}
+
+#[test]
+fn go_build_error() {
+    let d = diagnosed(
+        "# github.com/acme/tempo/internal/clock\n\
+         internal/clock/clock.go:27:9: undefined: time.Sinse\n\
+         internal/clock/clock.go:31:2: declared and not used: elapsed",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("internal/clock/clock.go"), Some(27))
+    );
+}
+
+#[test]
+fn go_compile_error_in_a_test_file_is_code() {
+    diagnosed(
+        "# github.com/acme/tempo [github.com/acme/tempo.test]\n\
+         ./duration_test.go:18:9: undefined: ParseDurationStrict\n\
+         FAIL\tgithub.com/acme/tempo [build failed]\n\
+         FAIL",
+        Category::CodeError,
+    );
+}
+
+#[test]
+fn go_vet_printf_check() {
+    let d = diagnosed(
+        "# github.com/acme/tempo/internal/report\n\
+         internal/report/render.go:58:3: fmt.Sprintf format %d has arg name of wrong type string",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("internal/report/render.go"), Some(58))
+    );
+}
+
+#[test]
+fn go_module_unknown_revision() {
+    let d = diagnosed(
+        "go: downloading github.com/acme/money v1.4.0\n\
+         go: github.com/acme/money@v1.9.0: invalid version: unknown revision v1.9.0",
+        Category::DependencyError,
+    );
+    assert_eq!(
+        package(&d, "github.com/acme/money").version.as_deref(),
+        Some("v1.9.0")
+    );
+}
+
+// -------------------------------------------------------------------- Rust
+
+#[test]
+fn cargo_test_assertion_panic() {
+    let d = diagnosed(
+        r"running 3 tests
+test tests::rejects_overflow ... FAILED
+
+failures:
+
+---- tests::rejects_overflow stdout ----
+thread 'tests::rejects_overflow' panicked at src/lib.rs:88:9:
+assertion `left == right` failed
+  left: Ok(255)
+ right: Err(Overflow)
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s",
+        Category::TestFailure,
+    );
+    failing(&d, "tests::rejects_overflow");
+}
+
+#[test]
+fn rustc_unresolved_name() {
+    let d = diagnosed(
+        r"   Compiling tallyho v0.3.1 (/home/runner/work/tallyho/tallyho)
+error[E0425]: cannot find value `totl` in this scope
+  --> src/report.rs:17:20
+   |
+17 |     println!(x, totl);
+   |                 ^^^^ help: a local variable with a similar name exists: `total`
+
+error: could not compile `tallyho` (lib) due to 1 previous error",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(diag.code.as_deref(), Some("E0425"));
+    assert_eq!(located(diag), (Some("src/report.rs"), Some(17)));
+}
+
+#[test]
+fn clippy_denied_lint() {
+    let d = diagnosed(
+        r"    Checking tallyho v0.3.1 (/home/runner/work/tallyho/tallyho)
+error: this `if` has identical blocks
+  --> src/report.rs:40:12
+   |
+   = help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#if_same_then_else
+   = note: `-D clippy::if-same-then-else` implied by `-D warnings`
+error: could not compile `tallyho` (lib) due to 1 previous error",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("src/report.rs"), Some(40))
+    );
+}
+
+#[test]
+fn cargo_dependency_version_not_found() {
+    let d = diagnosed(
+        r"    Updating crates.io index
+error: failed to select a version for the requirement `serde_yamlx = ^0.9`
+candidate versions found which didn't match: 0.1.0
+location searched: crates.io index
+required by package `tallyho v0.3.1 (/home/runner/work/tallyho/tallyho)`",
+        Category::DependencyError,
+    );
+    package(&d, "serde_yamlx");
+}
+
+#[test]
+fn rust_binary_panicking_on_unwrap_is_code() {
+    diagnosed(
+        r"     Running `target/debug/tallyho import fixtures/empty.csv`
+thread 'main' panicked at src/main.rs:12:41:
+called `Option::unwrap()` on a `None` value
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+        Category::CodeError,
+    );
+}
+
+// --------------------------------------------------------------------- PHP
+
+#[test]
+fn phpunit_failure() {
+    let d = diagnosed(
+        r"There was 1 failure:
+
+1) Acme\Cart\Tests\CartTest::testTotalAppliesVoucher
+Failed asserting that 100.0 matches expected 90.0.
+
+/home/runner/work/cart/cart/tests/CartTest.php:31
+
+FAILURES!
+Tests: 4, Assertions: 6, Failures: 1.",
+        Category::TestFailure,
+    );
+    failing(&d, r"Acme\Cart\Tests\CartTest::testTotalAppliesVoucher");
+}
+
+#[test]
+fn composer2_unresolvable_constraint() {
+    let d = diagnosed(
+        r"Loading composer repositories with package information
+Updating dependencies
+Your requirements could not be resolved to an installable set of packages.
+
+  Problem 1
+    - Root composer.json requires acme/http-signer ^3.0, found acme/http-signer[1.0.0, ..., 2.4.1] but it does not match the constraint.",
+        Category::DependencyError,
+    );
+    assert_eq!(
+        package(&d, "acme/http-signer").version.as_deref(),
+        Some("^3.0")
+    );
+}
+
+// ---------------------------------------------------------- .NET / PowerShell
+
+#[test]
+fn pester_v5_failure() {
+    let d = diagnosed(
+        r"Running tests.
+[-] Get-Slug.converts spaces to dashes 34ms (30ms|4ms)
+ Expected 'hello-world', but got 'hello world'.
+ at $result | Should -Be 'hello-world', /home/runner/work/psutil/psutil/tests/Get-Slug.Tests.ps1:9
+Tests completed in 1.02s
+Tests Passed: 5, Failed: 1, Skipped: 0 NotRun: 0",
+        Category::TestFailure,
+    );
+    failing(&d, "Get-Slug.converts spaces to dashes");
+}
+
+#[test]
+fn dotnet_test_xunit_failure() {
+    let d = diagnosed(
+        r"  Failed Acme.Billing.Tests.InvoiceTests.Total_IncludesVat [12 ms]
+  Error Message:
+   Assert.Equal() Failure: Values differ
+Expected: 119
+Actual:   100
+  Stack Trace:
+     at Acme.Billing.Tests.InvoiceTests.Total_IncludesVat() in /home/runner/work/billing/billing/tests/Acme.Billing.Tests/InvoiceTests.cs:line 27
+
+Failed!  - Failed:     1, Passed:    41, Skipped:     0, Total:    42, Duration: 312 ms - Acme.Billing.Tests.dll (net8.0)",
+        Category::TestFailure,
+    );
+    failing(&d, "Acme.Billing.Tests.InvoiceTests.Total_IncludesVat");
+}
+
+#[test]
+fn msbuild_csc_error() {
+    let d = diagnosed(
+        r"Build FAILED.
+
+/home/runner/work/billing/billing/src/Acme.Billing/Invoice.cs(42,17): error CS0103: The name 'vatRate' does not exist in the current context [/home/runner/work/billing/billing/src/Acme.Billing/Acme.Billing.csproj]
+    0 Warning(s)
+    1 Error(s)",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(diag.code.as_deref(), Some("CS0103"));
+    assert_eq!(
+        located(diag),
+        (
+            Some("/home/runner/work/billing/billing/src/Acme.Billing/Invoice.cs"),
+            Some(42)
+        )
+    );
+}
+
+#[test]
+fn nuget_package_not_found() {
+    let d = diagnosed(
+        r"  Determining projects to restore...
+/home/runner/work/billing/billing/src/Acme.Billing/Acme.Billing.csproj : error NU1101: Unable to find package Acme.Money. No packages exist with this id in source(s): nuget.org
+  Failed to restore /home/runner/work/billing/billing/src/Acme.Billing/Acme.Billing.csproj (in 1.2 sec).",
+        Category::DependencyError,
+    );
+    package(&d, "Acme.Money");
+}
+
+// ---------------------------------------------------------- Apple platforms
+
+#[test]
+fn xcodebuild_xctest_assertion() {
+    let d = diagnosed(
+        r#"Test Case '-[TallyTests.LedgerTests testBalanceAfterRefund]' started.
+/Users/runner/work/tally/tally/Tests/TallyTests/LedgerTests.swift:33: error: -[TallyTests.LedgerTests testBalanceAfterRefund] : XCTAssertEqual failed: ("90") is not equal to ("100")
+Test Case '-[TallyTests.LedgerTests testBalanceAfterRefund]' failed (0.004 seconds).
+	 Executed 12 tests, with 1 failure (0 unexpected) in 0.041 (0.044) seconds
+** TEST FAILED **"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "testBalanceAfterRefund");
+    assert_eq!(t.suite.as_deref(), Some("TallyTests.LedgerTests"));
+    assert_eq!(
+        at(t),
+        (
+            Some("/Users/runner/work/tally/tally/Tests/TallyTests/LedgerTests.swift"),
+            Some(33)
+        )
+    );
+}
+
+#[test]
+fn swift_test_on_linux() {
+    let d = diagnosed(
+        r#"Test Case 'SlugTests.testUnicode' started at 2024-03-03 10:22:41.002
+/home/runner/work/slugkit/slugkit/Tests/SlugKitTests/SlugTests.swift:14: error: SlugTests.testUnicode : XCTAssertEqual failed: ("caf") is not equal to ("cafe") -
+Test Case 'SlugTests.testUnicode' failed (0.003 seconds)
+Executed 8 tests, with 1 failure (0 unexpected) in 0.012 (0.012) seconds"#,
+        Category::TestFailure,
+    );
+    let t = failing(&d, "testUnicode");
+    assert_eq!(t.line, Some(14));
+}
+
+#[test]
+fn swiftpm_compile_error() {
+    let d = diagnosed(
+        r"Compiling SlugKit Slug.swift
+/home/runner/work/slugkit/slugkit/Sources/SlugKit/Slug.swift:22:16: error: cannot find 'normalise' in scope
+        return normalise(text)
+               ^~~~~~~~~
+error: fatalError",
+        Category::CodeError,
+    );
+    assert_eq!(first_diagnostic(&d).line, Some(22));
+}
+
+#[test]
+fn swiftpm_resolution_failure() {
+    let d = diagnosed(
+        r"Fetching https://github.com/acme/swift-money.git
+error: Dependencies could not be resolved because root depends on 'swift-money' 2.0.0..<3.0.0.
+'swift-money' 2.0.0..<3.0.0 cannot be used because no versions of 'swift-money' match the requirement 2.0.0..<3.0.0 and root depends on 'swift-money' 2.0.0..<3.0.0.",
+        Category::DependencyError,
+    );
+    package(&d, "swift-money");
+}
+
+#[test]
+fn cocoapods_incompatible_versions() {
+    let d = diagnosed(
+        r#"Analyzing dependencies
+[!] CocoaPods could not find compatible versions for pod "Alamofire":
+  In Podfile:
+    Alamofire (~> 6.0)
+
+None of your spec sources contain a spec satisfying the dependency: `Alamofire (~> 6.0)`."#,
+        Category::DependencyError,
+    );
+    package(&d, "Alamofire");
+}
+
+#[test]
+fn carthage_no_version_satisfies() {
+    let d = diagnosed(
+        "*** Fetching swift-money\n\
+         No available version for github \"acme/swift-money\" satisfies the requirement: ~> 3.0",
+        Category::DependencyError,
+    );
+    package(&d, "acme/swift-money");
+}
+
+// ------------------------------------------------------------------- C/C++
+
+#[test]
+fn ctest_failure() {
+    let d = diagnosed(
+        r"2/3 Test #2: matrix_test ......................***Failed    0.02 sec
+3/3 Test #3: io_test ..........................   Passed    0.01 sec
+
+67% tests passed, 1 tests failed out of 3
+
+The following tests FAILED:
+	  2 - matrix_test (Failed)
+Errors while running CTest",
+        Category::TestFailure,
+    );
+    failing(&d, "matrix_test");
+}
+
+#[test]
+fn make_with_gcc_error() {
+    let d = diagnosed(
+        r"gcc -Wall -Werror -O2 -c src/ring.c -o build/ring.o
+src/ring.c: In function 'ring_push':
+src/ring.c:48:12: error: 'capacity' undeclared (first use in this function)
+   48 |     if (n >= capacity)
+      |              ^~~~~~~~
+make: *** [Makefile:23: build/ring.o] Error 1",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("src/ring.c"), Some(48)));
+    assert_eq!(diag.column, Some(12));
+}
+
+#[test]
+fn make_with_clang_werror() {
+    let d = diagnosed(
+        r"src/geom/matrix.cpp:61:9: error: unused variable 'tail' [-Werror,-Wunused-variable]
+    int tail = 0;
+        ^
+1 error generated.
+make[2]: *** [CMakeFiles/geom.dir/build.make:76: CMakeFiles/geom.dir/src/geom/matrix.cpp.o] Error 1",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("src/geom/matrix.cpp"), Some(61))
+    );
+}
+
+#[test]
+fn cmake_find_package_module() {
+    let d = diagnosed(
+        r"CMake Error at /usr/share/cmake-3.22/Modules/FindPackageHandleStandardArgs.cmake:230 (message):
+  Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)
+Call Stack (most recent call first):
+  CMakeLists.txt:14 (find_package)
+-- Configuring incomplete, errors occurred!",
+        Category::DependencyError,
+    );
+    package(&d, "ZLIB");
+}
+
+#[test]
+fn cmake_find_package_config() {
+    let d = diagnosed(
+        r#"CMake Error at CMakeLists.txt:9 (find_package):
+  By not providing "Findfmt.cmake" in CMAKE_MODULE_PATH this project has
+  asked CMake to find a package configuration file provided by "fmt", but
+  CMake did not find one.
+-- Configuring incomplete, errors occurred!"#,
+        Category::DependencyError,
+    );
+    package(&d, "fmt");
+}
+
+#[test]
+fn ld_undefined_reference() {
+    let d = diagnosed(
+        r"/usr/bin/ld: CMakeFiles/geomtool.dir/src/main.cpp.o: in function `main':
+main.cpp:(.text+0x4f): undefined reference to `geom::Matrix::inverse() const'
+collect2: error: ld returned 1 exit status
+make[2]: *** [CMakeFiles/geomtool.dir/build.make:97: geomtool] Error 1",
+        Category::CodeError,
+    );
+    assert_eq!(first_diagnostic(&d).tool, "ld");
+}
+
+// ----------------------------------------------------------------- Haskell
+
+#[test]
+fn ghc_type_error_with_error_code() {
+    let d = diagnosed(
+        r"[3 of 7] Compiling Ledger.Parse     ( src/Ledger/Parse.hs, dist-newstyle/build/x86_64-linux/ghc-9.6.4/ledger-0.2.0/build/Ledger/Parse.o )
+
+src/Ledger/Parse.hs:41:17: error: [GHC-83865]
+    • Couldn't match expected type ‘Int’ with actual type ‘Text’
+    • In the first argument of ‘amount’, namely ‘raw’",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("src/Ledger/Parse.hs"), Some(41)));
+    assert_eq!(diag.code.as_deref(), Some("GHC-83865"));
+}
+
+#[test]
+fn ghc_missing_module_is_a_dependency_error() {
+    let d = diagnosed(
+        r"src/Ledger/Json.hs:5:1: error:
+    Could not find module ‘Data.Aeson’
+    Perhaps you meant Data.Version (from base-4.17.2.1)
+    Use -v (or `:set -v` in ghci) to see a list of the files searched for.",
+        Category::DependencyError,
+    );
+    package(&d, "Data.Aeson");
+}
+
+#[test]
+fn cabal_could_not_resolve() {
+    let d = diagnosed(
+        r"Resolving dependencies...
+Error: cabal: Could not resolve dependencies:
+[__0] trying: ledger-0.2.0 (user goal)
+[__1] next goal: aeson (dependency of ledger)
+[__1] rejecting: aeson-2.2.1.0 (conflict: ledger => aeson>=1.5 && <2.1)
+[__1] fail (backjumping, conflict set: aeson, ledger)",
+        Category::DependencyError,
+    );
+    package(&d, "aeson");
+}
+
+#[test]
+fn stack_build_plan_mismatch() {
+    diagnosed(
+        r"Error: While constructing the build plan, the following exceptions were encountered:
+
+In the dependencies for ledger-0.2.0:
+    aeson-2.2.1.0 from stack configuration does not match >=1.5 && <2.1  (latest matching version is 2.0.3.0)
+needed since ledger is a build target.",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn hspec_failure() {
+    diagnosed(
+        r#"Ledger.Parse
+  parseAmount
+    parses a negative amount FAILED [1]
+
+Failures:
+
+  test/Ledger/ParseSpec.hs:14:5:
+  1) Ledger.Parse.parseAmount parses a negative amount
+       expected: Right (-5)
+        but got: Left "invalid""#,
+        Category::TestFailure,
+    );
+}
+
+// ------------------------------------------------------------- Emacs, Vim
+
+#[test]
+fn emacs_ert_failure() {
+    let d = diagnosed(
+        r"Running 14 tests (2024-03-03 10:30:12+0000, selector ‘t’)
+   passed   1/14  fold-test-basic (0.000312 sec)
+Test fold-test-nested condition:
+    (ert-test-failed
+     ((should (equal (fold-region 1 9) '(1 . 9)))
+      :form (equal (1 . 8) (1 . 9)) :value nil))
+   FAILED   2/14  fold-test-nested (0.000410 sec) at test/fold-test.el:33
+Ran 14 tests, 13 results as expected, 1 unexpected (2024-03-03 10:30:12+0000, 0.012 sec)",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "fold-test-nested");
+    assert_eq!(at(t), (Some("test/fold-test.el"), Some(33)));
+}
+
+#[test]
+fn emacs_byte_compile_warning_as_error() {
+    let d = diagnosed(
+        "In end of data:\n\
+         fold.el:140:1: Error: the function ‘fold--reset’ is not known to be defined.",
+        Category::CodeError,
+    );
+    assert_eq!(located(first_diagnostic(&d)), (Some("fold.el"), Some(140)));
+}
+
+#[test]
+fn emacs_package_unavailable() {
+    let d = diagnosed(
+        "Contacting host: melpa.org:443\n\
+         Debugger entered--Lisp error: (error \"Package ‘dash-2.19.1’ is unavailable\")\n\
+         \x20 signal(error (\"Package ‘dash-2.19.1’ is unavailable\"))",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "dash").version.as_deref(), Some("2.19.1"));
+}
+
+#[test]
+fn emacs_archive_download_failure() {
+    let d = diagnosed(
+        "Importing package-keyring.gpg...done\n\
+         Failed to download ‘melpa’ archive.\n\
+         Package refresh done",
+        Category::DependencyError,
+    );
+    package(&d, "melpa");
+}
+
+#[test]
+fn vader_failure() {
+    diagnosed(
+        r"Starting Vader: 1 suite(s), 6 case(s)
+  Starting Vader: test/indent.vader
+    (1/6) [EXECUTE] indents a nested block
+    (2/6) [ EXPECT] (X) indents a nested block
+      - Expected:
+            if x
+      - Got:
+            if y
+  Success/Total: 5/6
+Success/Total: 5/6 (assertions: 3/4)",
+        Category::TestFailure,
+    );
+}
+
+#[test]
+fn themis_tap_reporter() {
+    let d = diagnosed(
+        r"1..12
+ok 1 - fold level returns zero at top
+not ok 2 - fold level counts nested folds
+# The equal values were expected, but it was not the case.
+# tests 12
+# passes 11
+# fails 1",
+        Category::TestFailure,
+    );
+    failing(&d, "fold level counts nested folds");
+}
+
+#[test]
+fn vint_violation() {
+    let d = diagnosed(
+        "autoload/fold.vim:14:5: Use the full option name instead of the abbreviation (see :help option-list)",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("autoload/fold.vim"), Some(14))
+    );
+}
+
+// ------------------------------------------------- R, Perl, Lua, Clojure
+
+#[test]
+fn r_cmd_check_testthat_failure() {
+    let d = diagnosed(
+        r"* checking tests ...
+  Running ‘testthat.R’
+ ERROR
+Running the tests in ‘tests/testthat.R’ failed.
+  ── Failure (test-rounding.R:12:3): round_half_even rounds 2.5 down ─────────────
+  round_half_even(2.5) (`actual`) not equal to 2 (`expected`).
+  [ FAIL 1 | WARN 0 | SKIP 0 | PASS 31 ]
+  Error: Test failures
+  Execution halted",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "round_half_even rounds 2.5 down");
+    assert_eq!(at(t), (Some("test-rounding.R"), Some(12)));
+}
+
+#[test]
+fn r_cmd_check_missing_dependency() {
+    let d = diagnosed(
+        "* installing *source* package ‘geotools’ ...\n\
+         ERROR: dependency ‘sf’ is not available for package ‘geotools’\n\
+         * removing ‘/home/runner/work/_temp/Library/geotools’",
+        Category::DependencyError,
+    );
+    package(&d, "sf");
+}
+
+#[test]
+fn perl_prove_failure() {
+    let d = diagnosed(
+        r"t/01-parse.t .... 1/?
+#   Failed test 'parses a quoted field'
+#   at t/01-parse.t line 22.
+#          got: 'a,b'
+#     expected: 'a'
+# Looks like you failed 1 test of 9.
+t/01-parse.t .... Dubious, test returned 1 (wstat 256, 0x100)
+Failed 1/9 subtests
+Result: FAIL",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "parses a quoted field");
+    assert_eq!(at(t), (Some("t/01-parse.t"), Some(22)));
+}
+
+#[test]
+fn perl_missing_module() {
+    let d = diagnosed(
+        "Can't locate JSON/XS.pm in @INC (you may need to install the JSON::XS module) (@INC contains: lib /etc/perl /usr/local/lib/x86_64-linux-gnu/perl/5.34.0) at lib/Acme/Feed.pm line 6.",
+        Category::DependencyError,
+    );
+    package(&d, "JSON/XS.pm");
+}
+
+#[test]
+fn lua_busted_failure() {
+    diagnosed(
+        r"●●●◼●●
+5 successes / 1 failure / 0 errors / 0 pending : 0.012 seconds
+
+Failure → spec/slug_spec.lua @ 7
+slug converts spaces to dashes
+spec/slug_spec.lua:9: Expected objects to be equal.
+Passed in:
+(string) 'hello-world'",
+        Category::TestFailure,
+    );
+}
+
+#[test]
+fn luarocks_missing_dependency() {
+    let d = diagnosed(
+        r"Missing dependencies for slugify 1.0-1:
+   utf8 >= 0.1 (not installed)
+
+slugify 1.0-1 depends on utf8 >= 0.1 (not installed)
+Error: No results matching query were found for Lua 5.4.",
+        Category::DependencyError,
+    );
+    package(&d, "utf8");
+}
+
+#[test]
+fn clojure_test_under_leiningen() {
+    let d = diagnosed(
+        r"lein test acme.money-test
+
+FAIL in (add-different-currencies) (money_test.clj:18)
+adding two currencies throws
+expected: (thrown? clojure.lang.ExceptionInfo (add eur usd))
+  actual: nil
+
+Ran 9 tests containing 21 assertions.
+1 failures, 0 errors.
+Tests failed.",
+        Category::TestFailure,
+    );
+    let t = failing(&d, "add-different-currencies");
+    assert_eq!(at(t), (Some("money_test.clj"), Some(18)));
+}
+
+#[test]
+fn leiningen_artifact_missing() {
+    let d = diagnosed(
+        "Retrieving acme/money/2.0.0/money-2.0.0.pom from clojars\n\
+         Could not find artifact acme:money:jar:2.0.0 in central (https://repo1.maven.org/maven2/)\n\
+         Could not find artifact acme:money:jar:2.0.0 in clojars (https://repo.clojars.org/)\n\
+         This could be due to a typo in :dependencies, file system permissions, or network issues.",
+        Category::DependencyError,
+    );
+    assert!(
+        d.facts
+            .packages
+            .iter()
+            .any(|p| p.name.starts_with("acme:money")),
+        "{:#?}",
+        d.facts
+    );
+}
+
+// ------------------------------------------------------------------- LaTeX
+
+#[test]
+fn latex_undefined_control_sequence() {
+    diagnosed(
+        r"(./chapters/results.tex
+! Undefined control sequence.
+l.42 \bibcitep
+              {smith2020}
+?
+! Emergency stop.",
+        Category::CodeError,
+    );
+}
+
+#[test]
+fn latex_missing_style_file() {
+    let d = diagnosed(
+        r"! LaTeX Error: File `siunitx.sty' not found.
+
+Type X to quit or <RETURN> to proceed,
+or enter new name. (Default extension: sty)
+
+Enter file name:
+! Emergency stop.",
+        Category::DependencyError,
+    );
+    package(&d, "siunitx.sty");
+}
+
+// --------------------------------------------------- Docs and shell linters
+
+#[test]
+fn markdownlint_cli() {
+    let d = diagnosed(
+        "docs/setup.md:14 MD009/no-trailing-spaces Trailing spaces [Expected: 0 or 2; Actual: 1]\n\
+         docs/setup.md:40:81 MD013/line-length Line length [Expected: 80; Actual: 96]",
+        Category::CodeError,
+    );
+    let diag = first_diagnostic(&d);
+    assert_eq!(located(diag), (Some("docs/setup.md"), Some(14)));
+    assert_eq!(diag.code.as_deref(), Some("MD009"));
+}
+
+#[test]
+fn markdownlint_ruby_mdl() {
+    let d = diagnosed(
+        "docs/setup.md:14: MD009 Trailing spaces\n\
+         \n\
+         A detailed description of the rules is available at https://github.com/markdownlint/markdownlint/blob/main/docs/RULES.md",
+        Category::CodeError,
+    );
+    assert_eq!(first_diagnostic(&d).code.as_deref(), Some("MD009"));
+}
+
+#[test]
+fn shellcheck_tty() {
+    let d = diagnosed(
+        r"In scripts/deploy.sh line 12:
+cp $SRC /opt/app/
+   ^--^ SC2086 (info): Double quote to prevent globbing and word splitting.
+
+For more information:
+  https://www.shellcheck.net/wiki/SC2086 -- Double quote to prevent globbing ...",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("scripts/deploy.sh"), Some(12))
+    );
+}
+
+// ------------------------------------------------------ CI configuration
+
+#[test]
+fn travis_yaml_syntax_error() {
+    diagnosed(
+        "(<unknown>): did not find expected key while parsing a block mapping at line 12 column 3",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn github_actions_invalid_workflow() {
+    diagnosed(
+        "Invalid workflow file: .github/workflows/ci.yml#L14\n\
+         The workflow is not valid. .github/workflows/ci.yml (Line: 14, Col: 9): Unexpected value 'run-on'",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn github_actions_missing_required_input() {
+    diagnosed(
+        "Run acme/publish-action@v2\nError: Input required and not supplied: token",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn shell_unset_secret() {
+    diagnosed(
+        "+ echo \"//registry.npmjs.org/:_authToken=${NPM_TOKEN:?}\"\n\
+         ./scripts/publish.sh: line 7: NPM_TOKEN: parameter null or not set",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn shell_unbound_variable() {
+    diagnosed(
+        "./ci/deploy.sh: line 3: DEPLOY_HOST: unbound variable\n\
+         Error: Process completed with exit code 1.",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn github_actions_command_not_found() {
+    diagnosed(
+        "/home/runner/work/_temp/3f1a9c2e.sh: line 1: yarn: command not found\n\
+         Error: Process completed with exit code 127.",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn windows_command_not_recognized() {
+    diagnosed(
+        "'make' is not recognized as an internal or external command,\n\
+         operable program or batch file.",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn setup_python_unsupported_version() {
+    diagnosed(
+        "Run actions/setup-python@v5\n\
+         Error: Version 3.5 with arch x64 not found\n\
+         The list of all available versions can be found here: https://raw.githubusercontent.com/actions/python-versions/main/versions-manifest.json",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn nvm_unknown_node_version() {
+    diagnosed(
+        "$ nvm install 4.0.1\n\
+         Version '4.0.1' not found - try `nvm ls-remote` to browse available versions.",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn jenkins_unknown_dsl_method() {
+    diagnosed(
+        "java.lang.NoSuchMethodError: No such DSL method 'withMavn' found among steps [archiveArtifacts, bat, build, checkout, echo, sh]",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn jenkins_declarative_pipeline_error() {
+    diagnosed(
+        r#"org.codehaus.groovy.control.MultipleCompilationErrorsException: startup failed:
+WorkflowScript: 23: Invalid agent type "dokcer" specified. Must be one of [any, docker, dockerfile, label, none] @ line 23, column 9.
+       agent { dokcer 'node:20' }
+           ^
+
+1 error"#,
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn jenkins_missing_credentials() {
+    diagnosed(
+        "[Pipeline] withCredentials\n\
+         ERROR: Could not find credentials entry with ID 'npm-publish-token'\n\
+         [Pipeline] End of Pipeline\n\
+         Finished: FAILURE",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn travis_unsupported_python_version() {
+    diagnosed(
+        "$ source ~/virtualenv/python3.13/bin/activate\n\
+         python3.13 is not installed; attempting download\n\
+         Unable to download 3.13 archive. The archive may not exist. Please consider a different version.",
+        Category::ConfigError,
+    );
+}
+
+// ---------------------------------------------------------- infrastructure
+
+#[test]
+fn travis_no_output_for_ten_minutes() {
+    diagnosed(
+        "No output has been received in the last 10m0s, this potentially indicates a stalled build or something wrong with the build itself.\n\
+         Check the details on how to adjust your build configuration on: https://docs.travis-ci.com/user/common-build-problems/#build-times-out-because-no-output-was-received\n\
+         The build has been terminated",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn travis_job_time_limit() {
+    diagnosed(
+        "The job exceeded the maximum time limit for jobs, and has been terminated.",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn github_actions_job_time_limit() {
+    diagnosed(
+        "##[error]The job running on runner GitHub Actions 12 has exceeded the maximum execution time of 360 minutes.",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn oom_killed_exit_137() {
+    diagnosed(
+        "[builder 4/7] RUN npm run build\n\
+         Killed\n\
+         Error: Process completed with exit code 137.",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn compiler_killed_by_the_oom_killer() {
+    diagnosed(
+        "c++: fatal error: Killed signal terminated program cc1plus\n\
+         compilation terminated.\n\
+         make[2]: *** [CMakeFiles/geom.dir/build.make:90: CMakeFiles/geom.dir/src/big.cpp.o] Error 1",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn dns_resolution_failure() {
+    diagnosed(
+        "Cloning into 'ledger'...\n\
+         fatal: unable to access 'https://github.com/acme/ledger.git/': Could not resolve host: github.com",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn disk_full() {
+    diagnosed(
+        "failed to register layer: write /var/lib/docker/overlay2/3c1f/diff/usr/lib/libLLVM.so: no space left on device",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn docker_daemon_not_running() {
+    diagnosed(
+        "+ docker build -t acme/ledger .\n\
+         Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+        Category::InfraError,
+    );
+}
