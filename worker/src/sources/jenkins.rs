@@ -290,8 +290,9 @@ mod tests {
         JenkinsClient::new(cfg, pool)
     }
 
-    #[test]
-    fn the_last_green_console_is_read_under_jenkins_url() {
+    // The client's pool needs a runtime, even unused.
+    #[tokio::test]
+    async fn the_last_green_console_is_read_under_jenkins_url() {
         let c = client();
         let want = "http://jenkins.internal:8080/ci/job/ledger-api/lastSuccessfulBuild/consoleText";
         for job in [
