@@ -104,7 +104,9 @@ impl Default for Diagnosis {
 
 struct Compiled {
     set: RegexSet,
-    each: Vec<Regex>,
+    /// Each rule's own regex (for its captures), compiled when first
+    /// needed: most rules never match a given log.
+    each: Vec<std::sync::OnceLock<Regex>>,
     steps: Vec<(Regex, Kind)>,
     /// The rule an error inside a third-party tree becomes.
     vendored: usize,
@@ -120,15 +122,20 @@ fn rule_index(id: &str) -> usize {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns: Vec<&str> = rules::RULES.iter().map(|r| r.pattern).collect();
+    let patterns: Vec<String> = rules::RULES
+        .iter()
+        .map(|r| ascii_classes(r.pattern))
+        .collect();
+    // A bounded lazy-DFA cache: the set is matched on a few thousand lines
+    // per log at most, and the excerpt promises flat memory.
     let set = regex::RegexSetBuilder::new(&patterns)
-        .size_limit(256 << 20)
-        .dfa_size_limit(64 << 20)
+        .size_limit(64 << 20)
+        .dfa_size_limit(4 << 20)
         .build()
         .expect("built-in recognisers compile");
     let each = patterns
         .iter()
-        .map(|p| Regex::new(p).expect("built-in recogniser compiles"))
+        .map(|_| std::sync::OnceLock::new())
         .collect();
     let steps = rules::STEP_KINDS
         .iter()
@@ -142,6 +149,82 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         uncaught: rule_index("js.uncaught"),
     }
 });
+
+/// A rule's own regex, compiled on first use.
+fn rule_regex(rule: usize) -> &'static Regex {
+    COMPILED.each[rule].get_or_init(|| {
+        Regex::new(&ascii_classes(rules::RULES[rule].pattern))
+            .expect("built-in recogniser compiles")
+    })
+}
+
+/// Rewrites the Perl classes of a pattern (`\w`, `\d`, `\s`, their
+/// negations and `\b`) to their ASCII forms. Tool output names files,
+/// tests and packages in ASCII; Unicode classes would make the compiled
+/// set several times larger (and slower) for nothing. Literal non-ASCII
+/// characters (`✖`, `‘`) are kept as they are.
+fn ascii_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 32);
+    let mut depth = 0usize;
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push(c);
+                    break;
+                };
+                let in_class = depth > 0;
+                match (n, in_class) {
+                    ('w', false) => out.push_str("[0-9A-Za-z_]"),
+                    ('w', true) => out.push_str("0-9A-Za-z_"),
+                    ('d', false) => out.push_str("[0-9]"),
+                    ('d', true) => out.push_str("0-9"),
+                    ('s', false) => out.push_str(r"[\t\n\x0B\x0C\r ]"),
+                    ('s', true) => out.push_str(r"\t\n\x0B\x0C\r "),
+                    ('W', false) => out.push_str("[^0-9A-Za-z_]"),
+                    ('D', false) => out.push_str("[^0-9]"),
+                    ('S', false) => out.push_str(r"[^\t\n\x0B\x0C\r ]"),
+                    ('b', false) => out.push_str(r"(?-u:\b)"),
+                    _ => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+            }
+            '[' if depth > 0 && chars.peek() == Some(&':') => {
+                // A POSIX class (`[:alpha:]`): copied through its `:]`.
+                out.push(c);
+                let mut prev = c;
+                for n in chars.by_ref() {
+                    out.push(n);
+                    if prev == ':' && n == ']' {
+                        break;
+                    }
+                    prev = n;
+                }
+            }
+            '[' => {
+                depth += 1;
+                out.push(c);
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(']');
+                    chars.next();
+                }
+            }
+            ']' if depth > 0 => {
+                depth -= 1;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
 
 static VENDORED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(rules::VENDORED).expect("built-in pattern compiles"));
@@ -171,7 +254,7 @@ fn matches_of(text: &str) -> Vec<usize> {
 
 fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
     let mut out = HashMap::new();
-    let re = &COMPILED.each[rule];
+    let re = rule_regex(rule);
     let hay = truncate_bytes(text, MAX_MATCH_BYTES);
     let Some(c) = re.captures(hay) else {
         return out;

@@ -208,3 +208,55 @@ fn a_runner_up_as_strong_as_the_winner_leaves_no_confidence() {
     assert!((confidence(0.8, 0.4) - 0.6).abs() < 1e-3);
     assert!((confidence(0.9, 0.0) - 0.9).abs() < 1e-3);
 }
+
+#[test]
+fn perl_classes_become_ascii_and_keep_their_meaning() {
+    assert_eq!(ascii_classes(r"^\w+:\d+"), "^[0-9A-Za-z_]+:[0-9]+");
+    assert_eq!(
+        ascii_classes(r"[\w.-]+\s"),
+        r"[0-9A-Za-z_.-]+[\t\n\x0B\x0C\r ]"
+    );
+    assert_eq!(ascii_classes(r"\bfoo\b"), r"(?-u:\b)foo(?-u:\b)");
+    assert_eq!(
+        ascii_classes(r"\\w \[x\] [^\]a] [[:alpha:]\d]"),
+        r"\\w \[x\] [^\]a] [[:alpha:]0-9]"
+    );
+    assert_eq!(
+        ascii_classes("[‘'`](?P<pkg>\\S+)"),
+        "[‘'`](?P<pkg>[^\\t\\n\\x0B\\x0C\\r ]+)"
+    );
+    // Every rule still compiles and matches what it matched before on
+    // ASCII text.
+    for r in rules::RULES {
+        let (u, a) = (
+            Regex::new(r.pattern).unwrap(),
+            Regex::new(&ascii_classes(r.pattern)).unwrap(),
+        );
+        for probe in [
+            "FAILED tests/a.py::test_b - assert 1 == 2",
+            "error: x",
+            "npm ERR! 404 Not Found - GET https://r/x",
+        ] {
+            assert_eq!(u.is_match(probe), a.is_match(probe), "{}", r.id);
+        }
+    }
+}
+
+#[test]
+fn swiftc_messages_listed_by_xcodebuild_are_compile_errors() {
+    let d = diagnose_text(
+        "Testing failed:\n\t'balance' is inaccessible due to 'private' protection level\n\tWallet-macOSTests:\n** TEST FAILED **",
+    );
+    assert_eq!(d.category, Category::CodeError, "{d:?}");
+}
+
+#[test]
+fn an_errno_name_inside_a_file_name_is_not_a_network_error() {
+    let d =
+        diagnose_text("Running 'test-tcp-econnrefused.lua', 'test-fs.lua'\nError: 1 test failed");
+    assert_ne!(d.category, Category::InfraError, "{d:?}");
+    assert_eq!(
+        category("Error: connect ECONNREFUSED 127.0.0.1:5432"),
+        Category::InfraError
+    );
+}

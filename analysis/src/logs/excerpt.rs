@@ -117,11 +117,11 @@ impl Default for ExcerptOptions {
         Self {
             max_lines: 100,
             context_before: 1,
-            context_after: 3,
+            context_after: 4,
             max_line_bytes: 4096,
             max_windows: 16,
             footer_distance: 15,
-            secondary_ratio: 0.75,
+            secondary_ratio: 0.9,
             baseline: None,
         }
     }
@@ -581,7 +581,7 @@ mod tests {
             "$ npm install\n{}Error: Cannot find module 'left-pad'\n    at Function.Module._resolveFilename (module.js:325:15)\n\
              The command \"npm install\" failed. Retrying, 2 of 3.\n\n$ npm install\nadded 10 packages\n\n{}",
             noise(20),
-            step("make", &format!("{}", noise(20)), 0)
+            step("make", &noise(20), 0)
         );
         let ex = run(&log);
         assert_eq!(ex.failed_steps.len(), 1, "{:?}", ex.failed_steps);
