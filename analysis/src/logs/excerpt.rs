@@ -588,4 +588,15 @@ mod tests {
         assert_eq!(ex.failed_steps[0].command.as_deref(), Some("npm install"));
         assert!(texts(&ex).contains(&"Error: Cannot find module 'left-pad'"));
     }
+    #[test]
+    fn an_error_the_tool_carries_on_from_is_not_the_failure() {
+        let body = format!(
+            "{}FAIL src/cart.test.js\n  ● cart › sums the items\n\n    expect(received).toBe(expected)\n\n    Expected: 3\n    Received: 2\n\n      at Object.toBe (src/cart.test.js:9:17)\n\nTests:       1 failed, 9 passed, 10 total\nTime:        2.1 s\nRan all test suites.\n\nError: Failed to upload coverage to https://cov.example.org/v2 (HTTP 503), continuing\n",
+            noise(30)
+        );
+        let t = run(&step("npm test", &body, 1));
+        let t = texts(&t);
+        assert!(t.contains(&"    Received: 2"), "{t:?}");
+        assert!(t.iter().all(|l| !l.contains("continuing")), "{t:?}");
+    }
 }
