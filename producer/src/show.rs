@@ -242,10 +242,29 @@ fn summarize(action: &str, obs: &Value) -> String {
                     )
                 })
                 .collect();
-            if m.is_empty() {
-                "no similar past failure".into()
+            let below: Vec<String> = obs["below_relevance_floor"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    format!(
+                        "{} {} ({}, {:.2})",
+                        m["category"].as_str().unwrap_or("?"),
+                        m["run_id"].as_str().unwrap_or(""),
+                        m["tier"].as_str().unwrap_or("?"),
+                        m["score"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect();
+            let listed = if m.is_empty() {
+                "no similar past failure".to_string()
             } else {
                 m.join(", ")
+            };
+            if below.is_empty() {
+                listed
+            } else {
+                format!("{listed}; below relevance floor: {}", below.join(", "))
             }
         }
         "failure_history" => {

@@ -322,3 +322,136 @@ async fn routing_follows_the_category_infra_reads_no_code_and_tests_read_their_h
     assert_eq!(h["history"]["passes"], 1);
     assert_eq!(h["history"]["consecutive_failures"], 1);
 }
+
+/// A Gradle build that could not resolve a download host: an INFRA_ERROR
+/// like a heap OOM, sharing only build-tool words with one.
+const DNS_LOG: &str = "\
+Started by GitHub push
+Checking out Revision 9b1d0e4
+> Task :compileJava
+Provisioning a Java toolchain (languageVersion=17) from https://api.foojay.io
+java.net.UnknownHostException: api.foojay.io: Temporary failure in name resolution while downloading the Java toolchain
+> Task :compileJava FAILED
+FAILURE: Build failed with an exception.
+BUILD FAILED in 41s
+";
+
+/// The run's final answer (`analysis_runs.result`).
+async fn result(db: &TestDb, run: Uuid) -> Value {
+    sqlx::query_scalar("SELECT result FROM analysis_runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// Analyses `log` end to end and returns the run once it is terminal.
+async fn analyse(db: &TestDb, name: &str, log: &str) -> Uuid {
+    let run = db.enqueue(&db.write(name, log), &[]);
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    assert!(
+        ["completed", "needs_review"].contains(&status.as_str()),
+        "{name}: {status}"
+    );
+    run
+}
+
+/// Whether the answer cites `run` or counts it as retrieval strength.
+fn relies_on(answer: &Value, run: Uuid) -> (bool, bool) {
+    let id = run.to_string();
+    let cited = answer["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["quote"] == id);
+    let counted = answer["confidence_parts"]["retrieval_from"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no retrieval_from in {answer:#}"))
+        .iter()
+        .any(|s| s["run_id"] == id);
+    (cited, counted)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unrelated_past_failure_below_the_relevance_floor_is_neither_cited_nor_counted() {
+    let db = TestDb::new().await;
+    let _worker = db.worker("w", &[]);
+    let dns = analyse(&db, "dns.log", DNS_LOG).await;
+    // Same category as the OOM: only relevance can tell them apart.
+    assert_eq!(result(&db, dns).await["category"], "INFRA_ERROR");
+    let oom = analyse(&db, "oom.log", &oom_log()).await;
+
+    let obs = observation(&db, oom, "similar_failures").await;
+    let dns_id = dns.to_string();
+    assert!(
+        obs["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["run_id"] != dns_id),
+        "{obs:#}"
+    );
+    // Still listed, for transparency, with its weak full-text score.
+    let below = obs["below_relevance_floor"].as_array().unwrap();
+    let listed = below
+        .iter()
+        .find(|m| m["run_id"] == dns_id)
+        .unwrap_or_else(|| panic!("{obs:#}"));
+    assert_eq!(listed["tier"], "fulltext");
+    assert!(listed["score"].as_f64().unwrap() < 0.3, "{listed}");
+
+    let answer = result(&db, oom).await;
+    assert_eq!(answer["category"], "INFRA_ERROR");
+    assert_eq!(relies_on(&answer, dns), (false, false), "{answer:#}");
+    let trace = db.cli_ok(&["trace", &oom.to_string()], &[]);
+    assert!(trace.contains("below relevance floor"), "{trace}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_genuinely_similar_past_failure_is_still_cited_and_counted() {
+    let db = TestDb::new().await;
+    let _worker = db.worker("w", &[]);
+    let stamp = |log: String, at: &str| -> String {
+        log.lines()
+            .map(|l| format!("{at} {l}\n"))
+            .collect::<String>()
+    };
+    // The same heap OOM yesterday, in another module's task and executor.
+    let past = stamp(
+        oom_log()
+            .replace(":test", ":integrationTest")
+            .replace("Gradle Test Executor 1", "Gradle Test Executor 7")
+            .replace("BatchTest", "LedgerIT"),
+        "2026-11-23T02:14:09.512Z",
+    );
+    let past = analyse(&db, "past.log", &past).await;
+    let dns = analyse(&db, "dns.log", DNS_LOG).await;
+    let now = analyse(
+        &db,
+        "now.log",
+        &stamp(oom_log(), "2026-11-24T09:41:57.004Z"),
+    )
+    .await;
+
+    let obs = observation(&db, now, "similar_failures").await;
+    let past_id = past.to_string();
+    let m = obs["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["run_id"] == past_id)
+        .unwrap_or_else(|| panic!("{obs:#}"));
+    assert_eq!(m["category"], "INFRA_ERROR");
+    // The unrelated one is set apart, not mixed in.
+    assert!(
+        obs["below_relevance_floor"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["run_id"] == dns.to_string()),
+        "{obs:#}"
+    );
+    let answer = result(&db, now).await;
+    assert_eq!(relies_on(&answer, past), (true, true), "{answer:#}");
+    assert_eq!(relies_on(&answer, dns), (false, false), "{answer:#}");
+}

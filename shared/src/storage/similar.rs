@@ -49,6 +49,77 @@ pub struct SimilarMatch {
 /// Lowest trigram similarity that counts as a match (pg_trgm's default for `%`).
 pub const TRIGRAM_THRESHOLD: f32 = 0.3;
 
+/// The relevance floor: the weakest score at which a match of each tier is
+/// evidence for the new failure. A match below it is still listed in the
+/// tool's observation (under `below_relevance_floor`, for transparency) but
+/// is neither cited in an answer nor counted as retrieval strength.
+///
+/// - **Fingerprint** (score 1): the same failure modulo volatile values —
+///   always relevant (floor 0).
+/// - **Trigram**: pg_trgm similarity of the normalised failure texts. At
+///   0.3 (pg_trgm's own default, [`TRIGRAM_THRESHOLD`]) about a third of
+///   the trigrams are shared: the same error reworded or with other paths
+///   scores ~0.8, two unrelated failures of one build tool ~0.1–0.15.
+/// - **Full-text**: `ts_rank_cd(…, 32)` = r/(r+1) of an OR query of the new
+///   failure's words, where every shared word adds ~0.1 to r: one shared
+///   word scores 0.09, two 0.17, four 0.29, five 0.33. Words every failed
+///   build prints (`task`, `failed`, `exit`, `value`, `error`) reach four
+///   easily; 0.3 asks for five or more, which the same error with other
+///   timestamps and paths passes by far (~0.6).
+///
+/// A fixed floor per tier rather than a ratio, so a match's relevance does
+/// not depend on what else was found. The category rule — a match of
+/// another category than the log's own diagnosis lifts nothing — is the
+/// verifier's (`faultline_worker::agent::verify`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RelevanceFloor {
+    pub trigram: f32,
+    pub fulltext: f32,
+}
+
+/// The floor in force; see [`RelevanceFloor`].
+pub const RELEVANCE_FLOOR: RelevanceFloor = RelevanceFloor {
+    trigram: TRIGRAM_THRESHOLD,
+    fulltext: 0.3,
+};
+
+impl RelevanceFloor {
+    /// The lowest relevant score of `tier`.
+    pub fn of(self, tier: Tier) -> f32 {
+        match tier {
+            Tier::Fingerprint => 0.0,
+            Tier::Trigram => self.trigram,
+            Tier::Fulltext => self.fulltext,
+        }
+    }
+
+    /// Whether a match of `tier` scoring `score` is evidence.
+    pub fn admits(self, tier: Tier, score: f32) -> bool {
+        score >= self.of(tier)
+    }
+}
+
+impl Tier {
+    /// The tier named `name` in a match's JSON (`fingerprint`, `trigram`,
+    /// `fulltext`).
+    pub fn from_name(name: &str) -> Option<Tier> {
+        match name {
+            "fingerprint" => Some(Tier::Fingerprint),
+            "trigram" => Some(Tier::Trigram),
+            "fulltext" => Some(Tier::Fulltext),
+            _ => None,
+        }
+    }
+}
+
+impl SimilarMatch {
+    /// At or above the [`RELEVANCE_FLOOR`] of its tier.
+    pub fn is_relevant(&self) -> bool {
+        self.tier
+            .is_none_or(|tier| RELEVANCE_FLOOR.admits(tier, self.score))
+    }
+}
+
 const MATCH_COLUMNS: &str = "r.id AS run_id, r.status, r.category, r.confidence,
     r.result ->> 'root_cause' AS root_cause, r.result ->> 'fix' AS fix, r.finished_at,
     EXISTS (SELECT 1 FROM review_items i WHERE i.run_id = r.id AND i.status = 'resolved') AS human_confirmed";

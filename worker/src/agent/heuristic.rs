@@ -316,16 +316,20 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
         }
         if category == Category::Unknown
             && let Some(first) = matches
-                .first()
+                .iter()
+                .find(|m| verify::above_floor(m))
                 .and_then(|m| m["category"].as_str())
                 .and_then(|c| c.parse().ok())
         {
             category = first;
             self_confidence = self_confidence.max(0.5);
         }
+        // Only a relevant match is cited: above its tier's relevance floor
+        // and agreeing with the log's own diagnosis (verify::match_support).
+        let diagnosis = verify::diagnosis(state.journal);
         let strongest = matches
             .iter()
-            .map(|m| (verify::match_strength(m, category), m))
+            .map(|m| (verify::match_support(m, category, &diagnosis), m))
             .filter(|(strength, _)| *strength > 0.0)
             .max_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((_, m)) = strongest

@@ -2,7 +2,7 @@
 //! run actually gathered; confidence combines the reasoner's estimate,
 //! retrieval strength and grounding; thresholds route the result.
 
-use faultline_shared::{Category, Evidence, StepRecord, config::Thresholds};
+use faultline_shared::{Category, Evidence, StepRecord, config::Thresholds, storage::similar};
 use serde_json::{Value, json};
 
 use super::Draft;
@@ -59,14 +59,31 @@ pub struct Verdict {
 }
 
 /// Retrieval strength of an answer of `category` from what the run observed:
-/// the best agreeing error-library match ([`match_strength`]), or a
-/// knowledge-base entry of the same category (0.9 when it is the entry of a
-/// signature matched in the log, else by rank). Returns the strength and the
+/// the strongest of its [`retrieval_sources`]. Returns the strength and the
 /// knowledge-base slugs relied on. The one measure of retrieval: reasoners
 /// and routing read it, none computes its own.
 pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f32, Vec<String>) {
-    let mut strength: f32 = 0.0;
-    let mut refs = Vec::new();
+    let sources = retrieval_sources(journal, category);
+    let strength = sources
+        .iter()
+        .filter_map(|s| s["strength"].as_f64())
+        .fold(0.0f32, |a, b| a.max(b as f32));
+    let mut refs: Vec<String> = Vec::new();
+    for slug in sources.iter().filter_map(|s| s["slug"].as_str()) {
+        if !refs.iter().any(|r| r == slug) {
+            refs.push(slug.to_string());
+        }
+    }
+    (strength, refs)
+}
+
+/// What lends an answer of `category` retrieval strength, one entry per
+/// observed match that counts (shown in the confidence parts as
+/// `retrieval_from`): error-library matches by [`match_support`], and
+/// knowledge-base entries of the same category (0.9 when it is the entry of
+/// a signature matched in the log, else by rank).
+pub fn retrieval_sources(journal: &[StepRecord], category: Category) -> Vec<Value> {
+    let diagnosis = diagnosis(journal);
     let matched: Vec<&str> = journal
         .iter()
         .filter(|s| s.action == "log_excerpt")
@@ -78,35 +95,84 @@ pub fn retrieval_from_journal(journal: &[StepRecord], category: Category) -> (f3
         })
         .filter_map(|h| h["slug"].as_str())
         .collect();
+    let mut sources = Vec::new();
     for step in journal {
         for m in step.observation["matches"].as_array().into_iter().flatten() {
             match step.action.as_str() {
-                "similar_failures" => strength = strength.max(match_strength(m, category)),
+                "similar_failures" => {
+                    let strength = match_support(m, category, &diagnosis);
+                    if strength > 0.0 {
+                        sources.push(json!({
+                            "tool": "similar_failures", "iteration": step.iteration,
+                            "run_id": m["run_id"], "source": m["source"], "tier": m["tier"],
+                            "score": m["score"], "strength": strength,
+                        }));
+                    }
+                }
                 "search_knowledge" if m["category"].as_str() == Some(category.as_str()) => {
                     let slug = m["slug"].as_str().unwrap_or_default();
                     let rank = m["rank"].as_f64().unwrap_or(0.0) as f32;
-                    strength = strength.max(if matched.contains(&slug) {
+                    let strength = if matched.contains(&slug) {
                         0.9
                     } else {
                         0.55 + rank.min(0.3)
-                    });
-                    if !refs.iter().any(|r| r == slug) {
-                        refs.push(slug.to_string());
-                    }
+                    };
+                    sources.push(json!({
+                        "tool": "search_knowledge", "iteration": step.iteration,
+                        "slug": slug, "strength": strength,
+                    }));
                 }
                 _ => {}
             }
         }
     }
-    (strength, refs)
+    sources
+}
+
+/// The categories the log's own deterministic classification named (every
+/// `log_excerpt` step, failure and tail reads; `UNKNOWN` left out).
+pub fn diagnosis(journal: &[StepRecord]) -> Vec<Category> {
+    let mut found = Vec::new();
+    for step in journal.iter().filter(|s| s.action == "log_excerpt") {
+        let category = step.observation["classification"]["category"]
+            .as_str()
+            .and_then(|c| c.parse::<Category>().ok());
+        if let Some(c) = category.filter(|c| *c != Category::Unknown)
+            && !found.contains(&c)
+        {
+            found.push(c);
+        }
+    }
+    found
 }
 
 /// How strongly one `similar_failures` match supports an answer of
-/// `category`; 0 when it names another category. A human's word (a
-/// `review_resolution`, or a run whose review was resolved) is strongest
-/// (0.95); a same-fingerprint analysis gives 0.9 if it completed, 0.6 if it
-/// only reached review; a text-similar one is scaled by its score and
-/// capped below a fingerprint match (trigram ≤ 0.85, full-text ≤ 0.7),
+/// `category` given the log's own `diagnosis` ([`diagnosis`]): its
+/// [`match_strength`], except that a text-similar match (trigram,
+/// full-text) of a category the log's classification did not name lifts
+/// nothing — similar words are no reason to overrule what the log shows.
+/// A fingerprint match (the same failure) and a reviewer's word keep their
+/// strength.
+pub fn match_support(m: &Value, category: Category, diagnosis: &[Category]) -> f32 {
+    let text_tier = matches!(m["tier"].as_str(), Some("trigram" | "fulltext"));
+    let agrees = diagnosis.is_empty()
+        || m["category"]
+            .as_str()
+            .and_then(|c| c.parse::<Category>().ok())
+            .is_some_and(|c| diagnosis.contains(&c));
+    if text_tier && m["source"] != "review_resolution" && !agrees {
+        return 0.0;
+    }
+    match_strength(m, category)
+}
+
+/// How strongly one `similar_failures` match supports an answer of
+/// `category`; 0 when it names another category or scores below the
+/// relevance floor of its tier ([`similar::RELEVANCE_FLOOR`]). A human's
+/// word (a `review_resolution`, or a run whose review was resolved) is
+/// strongest (0.95); a same-fingerprint analysis gives 0.9 if it completed,
+/// 0.6 if it only reached review; a text-similar one is scaled by its score
+/// and capped below a fingerprint match (trigram ≤ 0.85, full-text ≤ 0.7),
 /// discounted by a quarter when it was neither completed nor confirmed.
 pub fn match_strength(m: &Value, category: Category) -> f32 {
     if m["category"].as_str() != Some(category.as_str()) {
@@ -118,6 +184,9 @@ pub fn match_strength(m: &Value, category: Category) -> f32 {
     let confirmed = m["human_confirmed"] == true;
     let trusted = confirmed || m["status"] == "completed";
     let score = m["score"].as_f64().unwrap_or(1.0).clamp(0.0, 1.0) as f32;
+    if !above_floor(m) {
+        return 0.0;
+    }
     let discount = if trusted { 1.0 } else { 0.75 };
     match m["tier"].as_str() {
         None | Some("fingerprint") if confirmed => 0.95,
@@ -132,6 +201,17 @@ pub fn match_strength(m: &Value, category: Category) -> f32 {
         Some("fulltext") => (0.3 + 0.4 * score).min(0.7) * discount,
         Some(_) => 0.0,
     }
+}
+
+/// True when a `similar_failures` match scores at or above the relevance
+/// floor of its tier ([`similar::RELEVANCE_FLOOR`]); a match without a
+/// tier (a reviewer's resolution) always does.
+pub fn above_floor(m: &Value) -> bool {
+    let score = m["score"].as_f64().unwrap_or(1.0) as f32;
+    m["tier"]
+        .as_str()
+        .and_then(similar::Tier::from_name)
+        .is_none_or(|tier| similar::RELEVANCE_FLOOR.admits(tier, score))
 }
 
 /// True when `quote` appears in one of the string values of `observation`.
@@ -208,6 +288,7 @@ pub fn verify(
     let parts = json!({
         "self": draft.self_confidence, "retrieval": draft.retrieval, "grounding": grounding,
         "judge": judge, "weights": w,
+        "retrieval_from": retrieval_sources(journal, draft.category),
         "rejected_citations": rejected.len(),
     });
     Verdict {
@@ -389,5 +470,33 @@ mod tests {
             json!({"category": infra, "status": "needs_review", "tier": "trigram", "score": 0.6}),
         );
         assert!(unreviewed < tri);
+    }
+    #[test]
+    fn text_matches_below_the_relevance_floor_lend_no_strength() {
+        let m = |tier: &str, score: f64| {
+            match_strength(
+                &json!({"category": "INFRA_ERROR", "status": "completed", "tier": tier, "score": score}),
+                Category::InfraError,
+            )
+        };
+        // A DNS failure sharing two words with a heap OOM: 0.17 full-text.
+        assert_eq!(m("fulltext", 0.17), 0.0);
+        assert_eq!(m("fulltext", 0.09), 0.0);
+        assert!(m("fulltext", 0.6) > 0.5);
+        assert_eq!(m("trigram", 0.2), 0.0);
+        assert!(m("trigram", 0.3) > 0.5);
+        // The same fingerprint is always relevant.
+        assert_eq!(m("fingerprint", 1.0), 0.9);
+    }
+
+    #[test]
+    fn a_text_match_of_another_category_than_the_logs_diagnosis_lifts_nothing() {
+        let code = json!({"category": "CODE_ERROR", "status": "completed", "tier": "trigram", "score": 0.8});
+        let infra = [Category::InfraError];
+        // The answer says CODE_ERROR, the log's classification said INFRA_ERROR.
+        assert_eq!(match_support(&code, Category::CodeError, &infra), 0.0);
+        assert!(match_support(&code, Category::CodeError, &[]) > 0.5);
+        let same = json!({"category": "CODE_ERROR", "status": "completed", "tier": "fingerprint"});
+        assert_eq!(match_support(&same, Category::CodeError, &infra), 0.9);
     }
 }

@@ -2,7 +2,9 @@
 //! corrected for the same fingerprint first (`source: "review_resolution"`,
 //! from `review_resolutions`), then past analyses with the same fingerprint; when those are fewer than `limit`, past failures
 //! whose normalised failure text is similar (trigram, then full-text).
-//! The output is one list of scored matches — `score` 0..1, `tier`
+//! Text matches below the relevance floor
+//! ([`similar::RELEVANCE_FLOOR`]) are moved to `below_relevance_floor`:
+//! listed, never evidence. The output is one list of scored matches — `score` 0..1, `tier`
 //! (`fingerprint` | `trigram` | `fulltext`), `source` (`analysis`; other
 //! sources such as `review_resolution` fit the same shape), category, root
 //! cause and whether a human confirmed it — read by
@@ -29,7 +31,8 @@ impl Tool for SimilarFailures {
     fn description(&self) -> &'static str {
         "Find past analysed failures: same normalised error fingerprint first, then similar failure text \
          (trigram / full-text). Each match has a score 0..1, the tier that found it, its category, root cause \
-         and whether a human confirmed it."
+         and whether a human confirmed it. Text matches below the relevance floor are listed apart under \
+         `below_relevance_floor`: they are not evidence for this failure."
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -59,6 +62,9 @@ impl Tool for SimilarFailures {
             let resolved = resolution::by_fingerprint(&ctx.pool, fingerprint, limit).await?;
             let found =
                 similar::tiered(&ctx.pool, ctx.run_id, fingerprint, text.as_deref(), limit).await?;
+            let (found, weak): (Vec<_>, Vec<_>) = found
+                .into_iter()
+                .partition(similar::SimilarMatch::is_relevant);
             let matches: Vec<Value> = resolved
                 .iter()
                 .map(|r| {
@@ -74,7 +80,10 @@ impl Tool for SimilarFailures {
                 .chain(found.iter().map(|m| json!(m)))
                 .take(limit as usize)
                 .collect();
-            Ok(json!({"fingerprint": fingerprint, "matches": matches}))
+            // Listed for transparency; neither cited nor counted.
+            let below: Vec<Value> = weak.iter().map(|m| json!(m)).collect();
+            Ok(json!({"fingerprint": fingerprint, "matches": matches,
+                      "below_relevance_floor": below}))
         })
     }
 }
