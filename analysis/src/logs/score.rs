@@ -102,7 +102,7 @@ const RULES: &[(&str, f32)] = &[
     (r"(?i)\bwarn(ing)?s?\b|^w: ", -1.5),
     (r"(?i)\bskip(ped|ping)?\b", -1.5),
     // Errors a tool reports and then carries on from are not why it failed.
-    (r"(?i)\b(continuing|ignor(ed|ing)|non-?fatal|best[- ]effort)\b", -2.0),
+    (r"(?i)\(ignored\)|\bignoring\b|,\s*continuing\b|\bnon-?fatal\b|\bbest[- ]effort\b", -2.0),
     (r"(?i)\b(passed|succeeded|successful(ly)?|success)\b|✓|✔", -1.5),
     (r"(?i)\b(0|no) (errors?|failures?|failed|warnings?|issues)\b|\b(errors?|failures?|failed|warnings?)\s*[:=]\s*0\b", -3.0),
     (r"^\s*\[\s*\d+\s*(of|/)\s*\d+\s*\]", -2.5),

@@ -82,9 +82,29 @@ struct Window {
     /// Strength of the strongest recogniser matching one of its lines
     /// ([`crate::diagnose::line_strength`]).
     recognised: f32,
+    /// Whether `recognised` was computed (a long log's later windows wait
+    /// for [`State::finish`] once the budget is spent).
+    checked: bool,
 }
 
 impl Window {
+    /// Matches its first signal lines against the recognisers; returns how
+    /// many lines were read.
+    fn recognise(&mut self) -> usize {
+        let signal = self
+            .lines
+            .iter()
+            .filter(|s| !s.hidden && s.line.score > 0.0);
+        let mut read = 0;
+        for s in signal.take(RECOGNISE_PER_WINDOW) {
+            read += 1;
+            let strength = crate::diagnose::line_strength(&s.line.text);
+            self.recognised = self.recognised.max(strength);
+        }
+        self.checked = true;
+        read
+    }
+
     fn add(&mut self, h: &Held, core: bool, nb: u64, cap: usize) {
         if core {
             self.end_nb = nb;
@@ -474,11 +494,8 @@ impl<'o> State<'o> {
         if w.lines.is_empty() {
             return;
         }
-        let signal = w.lines.iter().filter(|s| !s.hidden && s.line.score > 0.0);
-        for s in signal.take(RECOGNISE_PER_WINDOW.min(self.recognise_budget)) {
-            self.recognise_budget -= 1;
-            let strength = crate::diagnose::line_strength(&s.line.text);
-            w.recognised = w.recognised.max(strength);
+        if self.recognise_budget >= RECOGNISE_PER_WINDOW {
+            self.recognise_budget -= w.recognise();
         }
         let (total, near) = (self.total_lines, self.opts.footer_distance);
         w.rank = w.value(&self.sketch, total, near, self.failed_footer);
@@ -502,7 +519,13 @@ impl<'o> State<'o> {
         let (opts, total, failed) = (self.opts, self.total_lines, self.failed_footer);
         let mut ranked: Vec<(f32, Window)> = std::mem::take(&mut self.pool)
             .into_iter()
-            .map(|w| {
+            .map(|mut w| {
+                // The pool is small: windows the budget skipped are
+                // recognised now, so the last blocks of a noisy log
+                // compete on equal terms.
+                if !w.checked {
+                    w.recognise();
+                }
                 (
                     w.value(&self.sketch, total, opts.footer_distance, failed),
                     w,

@@ -165,10 +165,19 @@ impl JenkinsClient {
         if path.split('/').any(|s| s == "." || s == "..") || path.contains(['?', '#']) {
             return Err(format!("job {job_url:?} is not a Jenkins job URL"));
         }
-        self.cfg
+        let url = self
+            .cfg
             .url
             .join(&format!("{path}/lastSuccessfulBuild/consoleText"))
-            .map_err(|e| format!("job URL {job_url:?}: {e}"))
+            .map_err(|e| format!("job URL {job_url:?}: {e}"))?;
+        // `%2e%2e` segments are dot segments to the URL parser: whatever
+        // the name, the credentials only go under JENKINS_URL.
+        let mut base = self.cfg.url.as_str().trim_end_matches('/').to_string();
+        base.push('/');
+        if !url.as_str().starts_with(&base) {
+            return Err(format!("job {job_url:?} leaves JENKINS_URL"));
+        }
+        Ok(url)
     }
 
     /// Opens a console log; the body is left to stream.
@@ -309,6 +318,11 @@ mod tests {
             "http://jenkins.internal:8080/ci/job/team/job/api%20v2/lastSuccessfulBuild/consoleText"
         );
         assert!(c.last_success_url("job/../../credentials").is_err());
+        assert!(c.last_success_url("job/%2e%2e/%2E%2e/credentials").is_err());
+        assert!(
+            c.last_success_url("https://evil.example/x/job/%2e%2e/%2e%2e/y")
+                .is_err()
+        );
         assert!(c.last_success_url("").is_err());
     }
 }
