@@ -79,23 +79,15 @@ impl Pending {
         } = self;
         let truncated = writer.cut() > 0;
         let bytes = writer.finish(&mut tx).await?;
-        if !lease_held(&mut tx, lease).await?
-            || !insert(
-                &mut tx,
-                event_id,
-                lease,
-                source,
-                (Some(bytes), None),
-                truncated,
-                detail,
-            )
-            .await?
-        {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        tx.commit().await?;
-        Ok(true)
+        let row = Row {
+            event_id,
+            source,
+            bytes: Some(bytes),
+            reason: None,
+            truncated,
+            detail,
+        };
+        commit_row(tx, lease, row).await
     }
 }
 
@@ -109,19 +101,36 @@ pub async fn record_none(
     reason: &str,
     detail: &Value,
 ) -> sqlx::Result<bool> {
-    let mut tx = pool.begin().await?;
-    if !lease_held(&mut tx, lease).await?
-        || !insert(
-            &mut tx,
-            event_id,
-            lease,
-            source,
-            (None, Some(reason)),
-            false,
-            detail,
-        )
-        .await?
-    {
+    let row = Row {
+        event_id,
+        source,
+        bytes: None,
+        reason: Some(reason),
+        truncated: false,
+        detail,
+    };
+    commit_row(pool.begin().await?, lease, row).await
+}
+
+/// The `baseline_fetches` row of an event: the bytes stored, or the reason
+/// there are none.
+struct Row<'a> {
+    event_id: Uuid,
+    source: &'a str,
+    bytes: Option<i64>,
+    reason: Option<&'a str>,
+    truncated: bool,
+    detail: &'a Value,
+}
+
+/// Inserts `row` and commits `tx` if `lease` still holds the run; rolls
+/// back (false) when it was taken over or the event has a row already.
+async fn commit_row(
+    mut tx: Transaction<'static, Postgres>,
+    lease: &Lease,
+    row: Row<'_>,
+) -> sqlx::Result<bool> {
+    if !lease_held(&mut tx, lease).await? || !insert(&mut tx, lease, &row).await? {
         tx.rollback().await?;
         return Ok(false);
     }
@@ -129,16 +138,11 @@ pub async fn record_none(
     Ok(true)
 }
 
-/// Inserts the event's baseline row (bytes stored, or the reason there is
-/// none); false if it has one already.
+/// Inserts the event's baseline row; false if it has one already.
 async fn insert(
     tx: &mut Transaction<'static, Postgres>,
-    event_id: Uuid,
     lease: &Lease,
-    source: &str,
-    (bytes, reason): (Option<i64>, Option<&str>),
-    truncated: bool,
-    detail: &Value,
+    row: &Row<'_>,
 ) -> sqlx::Result<bool> {
     let inserted = sqlx::query(
         "INSERT INTO baseline_fetches
@@ -146,13 +150,13 @@ async fn insert(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (event_id) DO NOTHING",
     )
-    .bind(event_id)
+    .bind(row.event_id)
     .bind(lease.run_id)
-    .bind(source)
-    .bind(bytes)
-    .bind(truncated)
-    .bind(reason)
-    .bind(detail)
+    .bind(row.source)
+    .bind(row.bytes)
+    .bind(row.truncated)
+    .bind(row.reason)
+    .bind(row.detail)
     .bind(&lease.owner)
     .execute(&mut **tx)
     .await?;
