@@ -6,6 +6,7 @@
 #   make eval    the real pipeline on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, by repository half
 #   make lint    rustfmt + clippy (warnings are errors) + every YAML file under deploy/ parses and agrees with the code
 #   make image   the container image faultline:local (needs Docker; not part of CI)
+#   make fuzz    AFL++ fuzz targets (logs, LLM replies, webhook payloads), FUZZ_SECONDS each (default 60); not part of test or CI
 
 SHELL := /bin/bash
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/faultline
@@ -22,7 +23,7 @@ SHARED ?= ../shared
 
 IMAGE ?= faultline:local
 
-.PHONY: setup build build-release migrate run test bench chaos eval lint image clean-test-dbs
+.PHONY: setup build build-release migrate run test bench chaos eval lint image fuzz clean-test-dbs
 
 setup:
 	@bash scripts/setup-services.sh
@@ -68,6 +69,15 @@ lint:
 
 image:
 	docker build -f deploy/Dockerfile -t $(IMAGE) .
+
+# Coverage-guided fuzzing with AFL++ through cargo-afl (fuzz/, its own crate
+# and lock file; scripts/fuzz.sh): each target FUZZ_SECONDS, one after the
+# other (FUZZ_JOBS=2 runs two at once), from fuzz/seeds. Prints seconds,
+# execs, crashes per target; exits 1 on a crash (inputs in fuzz/artifacts/).
+# Long by design: not part of test, lint or CI.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh run $(FUZZ_TARGETS)
 
 clean-test-dbs:
 	@psql "$(FAULTLINE_TEST_ADMIN_URL)" -tAc "select datname from pg_database where datname like 'faultline_t_%'" \
