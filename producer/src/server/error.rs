@@ -7,6 +7,7 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
 };
+use faultline_producer::payload::PayloadError;
 use serde_json::{Value, json};
 
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +121,15 @@ impl From<JsonRejection> for AppError {
             ),
             JsonRejection::BytesRejection(r) => r.into(),
             other => AppError::bad_request("invalid request body", other.body_text()),
+        }
+    }
+}
+
+impl From<PayloadError> for AppError {
+    fn from(e: PayloadError) -> Self {
+        match e {
+            PayloadError::Syntax(detail) => AppError::bad_request("malformed JSON", detail),
+            other => AppError::bad_request("invalid request body", other.to_string()),
         }
     }
 }

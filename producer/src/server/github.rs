@@ -18,6 +18,7 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
+use faultline_producer::payload::github::{self, Delivery, GithubTarget, PASSED};
 use faultline_shared::{
     config::Secret,
     storage::{
@@ -26,16 +27,10 @@ use faultline_shared::{
     },
 };
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::Sha256;
 
 use super::{AppState, error::AppError, header_str, ignored, require_json, store};
-
-/// Conclusions that start an analysis.
-const FAILED: [&str; 2] = ["failure", "timed_out"];
-/// The conclusion recorded as a pass in the failure history (no analysis).
-const PASSED: &str = "success";
 
 pub async fn webhook(
     State(state): State<AppState>,
@@ -57,30 +52,14 @@ pub async fn webhook(
     }
     let delivery = header_str(&headers, "x-github-delivery")
         .ok_or_else(|| AppError::bad_request("missing header", "X-GitHub-Delivery"))?;
-    let target = match event {
-        "workflow_run" => Json::<WorkflowRunEvent>::from_bytes(&body)?.0.target(),
-        "workflow_job" => Json::<WorkflowJobEvent>::from_bytes(&body)?.0.target(),
-        other => {
-            return Ok(ignored(format!(
-                "event {other:?} is not analysed (only workflow_run and workflow_job)"
-            )));
+    let target = match github::parse(event, &body)? {
+        Delivery::Ping => {
+            return Ok((StatusCode::OK, Json(json!({"pong": true}))).into_response());
         }
+        Delivery::Ignored(reason) => return Ok(ignored(reason)),
+        Delivery::Passed(target) => return record_pass(&state, &target, delivery).await,
+        Delivery::Failed(target) => target,
     };
-    if target.action != "completed" {
-        return Ok(ignored(format!(
-            "{event} action {:?} is not analysed (only \"completed\")",
-            target.action
-        )));
-    }
-    let conclusion = target.conclusion.as_deref().unwrap_or("null");
-    if conclusion == PASSED {
-        return record_pass(&state, &target, delivery).await;
-    }
-    if !FAILED.contains(&conclusion) {
-        return Ok(ignored(format!(
-            "{event} conclusion {conclusion:?} is not a failure (only \"failure\" and \"timed_out\")"
-        )));
-    }
     let event = NewEvent {
         dedup_key: format!("github:delivery:{delivery}"),
         source: "github".into(),
@@ -144,159 +123,6 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
         .collect()
-}
-
-/// What the worker needs to fetch a failed run's or job's log from GitHub.
-#[derive(Debug, Serialize)]
-pub struct GithubTarget {
-    /// `workflow_run` or `workflow_job`.
-    pub kind: &'static str,
-    #[serde(skip)]
-    pub action: String,
-    pub conclusion: Option<String>,
-    /// `owner/name`.
-    pub repository: String,
-    /// The repository's API URL (`https://api.github.com/repos/owner/name`, or GHES).
-    pub repository_api_url: String,
-    pub run_id: u64,
-    pub run_attempt: Option<u64>,
-    pub run_number: Option<u64>,
-    pub workflow_name: String,
-    /// The workflow's id (`workflow_run` deliveries carry it; for a job the
-    /// worker reads it from the run): where its last green run is looked up.
-    pub workflow_id: Option<u64>,
-    pub job_id: Option<u64>,
-    pub job_name: Option<String>,
-    /// Steps of a job that ended `failure` or `timed_out`.
-    pub failed_steps: Vec<String>,
-    pub head_sha: String,
-    pub head_branch: Option<String>,
-    /// API URL of the log (a zip for a run, plain text for a job).
-    pub logs_url: String,
-    pub html_url: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Repository {
-    full_name: String,
-    url: String,
-}
-
-/// A `workflow_run` delivery (only the fields we use; GitHub sends many more).
-#[derive(Debug, Deserialize)]
-struct WorkflowRunEvent {
-    action: String,
-    workflow_run: WorkflowRun,
-    repository: Repository,
-}
-
-#[derive(Debug, Deserialize)]
-struct WorkflowRun {
-    id: u64,
-    name: Option<String>,
-    workflow_id: Option<u64>,
-    run_number: Option<u64>,
-    run_attempt: Option<u64>,
-    head_sha: String,
-    head_branch: Option<String>,
-    conclusion: Option<String>,
-    logs_url: String,
-    html_url: Option<String>,
-}
-
-impl GithubTarget {
-    /// The job's name in the failure history: `workflow / job`, or the workflow.
-    fn job_label(&self) -> String {
-        match &self.job_name {
-            Some(job) => format!("{} / {job}", self.workflow_name),
-            None => self.workflow_name.clone(),
-        }
-    }
-}
-
-impl WorkflowRunEvent {
-    fn target(self) -> GithubTarget {
-        let run = self.workflow_run;
-        GithubTarget {
-            kind: "workflow_run",
-            action: self.action,
-            conclusion: run.conclusion,
-            repository: self.repository.full_name,
-            repository_api_url: self.repository.url,
-            run_id: run.id,
-            run_attempt: run.run_attempt,
-            run_number: run.run_number,
-            workflow_name: run.name.unwrap_or_else(|| "workflow".into()),
-            workflow_id: run.workflow_id,
-            job_id: None,
-            job_name: None,
-            failed_steps: Vec::new(),
-            head_sha: run.head_sha,
-            head_branch: run.head_branch,
-            logs_url: run.logs_url,
-            html_url: run.html_url,
-        }
-    }
-}
-
-/// A `workflow_job` delivery.
-#[derive(Debug, Deserialize)]
-struct WorkflowJobEvent {
-    action: String,
-    workflow_job: WorkflowJob,
-    repository: Repository,
-}
-
-#[derive(Debug, Deserialize)]
-struct WorkflowJob {
-    id: u64,
-    run_id: u64,
-    run_attempt: Option<u64>,
-    name: String,
-    workflow_name: Option<String>,
-    head_sha: String,
-    head_branch: Option<String>,
-    conclusion: Option<String>,
-    html_url: Option<String>,
-    #[serde(default)]
-    steps: Vec<JobStep>,
-}
-
-#[derive(Debug, Deserialize)]
-struct JobStep {
-    name: String,
-    conclusion: Option<String>,
-}
-
-impl WorkflowJobEvent {
-    fn target(self) -> GithubTarget {
-        let job = self.workflow_job;
-        let logs_url = format!("{}/actions/jobs/{}/logs", self.repository.url, job.id);
-        GithubTarget {
-            kind: "workflow_job",
-            action: self.action,
-            conclusion: job.conclusion,
-            repository: self.repository.full_name,
-            repository_api_url: self.repository.url,
-            run_id: job.run_id,
-            run_attempt: job.run_attempt,
-            run_number: None,
-            workflow_name: job.workflow_name.unwrap_or_else(|| "workflow".into()),
-            workflow_id: None,
-            job_id: Some(job.id),
-            job_name: Some(job.name),
-            failed_steps: job
-                .steps
-                .into_iter()
-                .filter(|s| s.conclusion.as_deref().is_some_and(|c| FAILED.contains(&c)))
-                .map(|s| s.name)
-                .collect(),
-            head_sha: job.head_sha,
-            head_branch: job.head_branch,
-            logs_url,
-            html_url: job.html_url,
-        }
-    }
 }
 
 #[cfg(test)]

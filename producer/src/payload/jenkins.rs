@@ -1,0 +1,170 @@
+//! Jenkins Notification plugin deliveries: the body of an authenticated
+//! notification to a [`Notification`].
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{PayloadError, from_json};
+
+const PHASES: [&str; 2] = ["COMPLETED", "FINALIZED"];
+const FAILED: [&str; 2] = ["FAILURE", "UNSTABLE"];
+
+/// What a notification asks of ingest.
+#[derive(Debug)]
+pub enum Notification {
+    /// Well-formed but not analysed; the reason says why, precisely.
+    Ignored(String),
+    /// A finished build that failed: analyse it.
+    Failed(FailedBuild),
+}
+
+/// A failed build, as ingest stores it.
+#[derive(Debug)]
+pub struct FailedBuild {
+    /// The job's name (`name`).
+    pub job_name: String,
+    /// The job's identity: its absolute URL when known (see [`job_id`]).
+    pub job_url: String,
+    pub number: u64,
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+    /// The inline console log (`build.log`), empty when none was sent.
+    pub log: String,
+    /// What the worker reads back (under `"jenkins"`); never the log itself.
+    pub payload: Value,
+}
+
+impl FailedBuild {
+    /// One key per build, so the COMPLETED and FINALIZED phases make one run.
+    pub fn dedup_key(&self) -> String {
+        format!("jenkins:{}#{}", self.job_url, self.number)
+    }
+
+    /// The log's name: `job#number`.
+    pub fn log_name(&self) -> String {
+        format!("{}#{}", self.job_name, self.number)
+    }
+}
+
+/// Parses the body of a notification.
+pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
+    let n: Body = from_json(body)?;
+    let build = &n.build;
+    if !PHASES.contains(&build.phase.as_str()) {
+        return Ok(Notification::Ignored(format!(
+            "build phase {:?} is not analysed (only COMPLETED and FINALIZED)",
+            build.phase
+        )));
+    }
+    let status = build.status.as_deref().unwrap_or("null");
+    if !FAILED.contains(&status) {
+        return Ok(Notification::Ignored(format!(
+            "build status {status:?} is not a failure (only FAILURE and UNSTABLE)"
+        )));
+    }
+    let job_url = job_id(&n);
+    let scm = build.scm.as_ref();
+    let log = build.log.clone().unwrap_or_default();
+    let console_url = build.full_url.as_ref().map(|u| {
+        let sep = if u.ends_with('/') { "" } else { "/" };
+        format!("{u}{sep}consoleText")
+    });
+    let payload = json!({"jenkins": {
+        "job_url": job_url,
+        "build_url": build.full_url,
+        "console_url": console_url,
+        "phase": build.phase,
+        "status": status,
+        "branch": scm.and_then(|s| s.branch.as_deref()),
+        "parameters": build.parameters,
+        "log_inline": !log.is_empty(),
+    }});
+    Ok(Notification::Failed(FailedBuild {
+        job_name: n.name.clone(),
+        job_url,
+        number: build.number,
+        repository: scm.and_then(|s| s.url.clone()),
+        commit: scm.and_then(|s| s.commit.clone()),
+        log,
+        payload,
+    }))
+}
+
+/// The Notification plugin's JSON (only the fields we use).
+#[derive(Debug, Deserialize)]
+struct Body {
+    name: String,
+    url: Option<String>,
+    build: Build,
+}
+
+#[derive(Debug, Deserialize)]
+struct Build {
+    full_url: Option<String>,
+    number: u64,
+    phase: String,
+    status: Option<String>,
+    scm: Option<Scm>,
+    log: Option<String>,
+    parameters: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Scm {
+    url: Option<String>,
+    branch: Option<String>,
+    commit: Option<String>,
+}
+
+/// The job's identity: its absolute URL (the build's `full_url` without the
+/// trailing build number) when known, else the relative `url`, else the name.
+fn job_id(n: &Body) -> String {
+    let number = n.build.number.to_string();
+    let from_full = n.build.full_url.as_deref().and_then(|full| {
+        full.trim_end_matches('/')
+            .strip_suffix(number.as_str())
+            .filter(|job| job.ends_with('/'))
+            .map(str::to_string)
+    });
+    from_full
+        .or_else(|| n.url.clone().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| n.name.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notification(full_url: Option<&str>, url: Option<&str>) -> Body {
+        serde_json::from_value(json!({
+            "name": "ledger-api",
+            "url": url,
+            "build": {"full_url": full_url, "number": 812, "phase": "COMPLETED", "status": "FAILURE"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_job_is_identified_by_its_absolute_url_when_known() {
+        let n = notification(
+            Some("https://ci.example.com/job/ledger-api/812/"),
+            Some("job/ledger-api/"),
+        );
+        assert_eq!(job_id(&n), "https://ci.example.com/job/ledger-api/");
+        let n = notification(None, Some("job/ledger-api/"));
+        assert_eq!(job_id(&n), "job/ledger-api/");
+        let n = notification(None, None);
+        assert_eq!(job_id(&n), "ledger-api");
+        // A build number that is only a suffix of the last segment is not stripped.
+        let n = notification(Some("https://ci.example.com/job/x1812/"), None);
+        assert_eq!(job_id(&n), "ledger-api");
+    }
+
+    #[test]
+    fn a_missing_field_is_named_by_its_path() {
+        let err = parse(br#"{"name": "x", "build": {"phase": "COMPLETED"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("build: missing field `number`"), "{err}");
+    }
+}
