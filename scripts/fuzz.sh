@@ -37,7 +37,6 @@ export SQLX_OFFLINE=true
 # AFL++ in a container or on a shared machine: no CPU-governor check, no
 # core binding, no core-dump check, no curses UI.
 export AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1
-export AFL_SUPPRESS_WARNINGS=1
 
 dict_of() {
   case "$1" in

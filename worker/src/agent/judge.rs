@@ -204,8 +204,10 @@ fn judgement_tool() -> Value {
     })
 }
 
-/// Score and reason from the judge's tool call.
-fn judgement(reply: Reply) -> Result<(f32, String), String> {
+/// Score and reason from the judge's tool call. Public only for the fuzz
+/// target (`fuzz/fuzz_targets/llm_reply.rs`).
+#[doc(hidden)]
+pub fn judgement(reply: Reply) -> Result<(f32, String), String> {
     let Reply::ToolCall {
         name, arguments, ..
     } = reply

@@ -118,8 +118,10 @@ impl LlmReasoner {
         })
     }
 
-    /// Validates a reply and turns it into a decision.
-    fn interpret(
+    /// Validates a reply and turns it into a decision. Public only for the
+    /// fuzz target (`fuzz/fuzz_targets/llm_reply.rs`).
+    #[doc(hidden)]
+    pub fn interpret(
         &self,
         state: &AgentState<'_>,
         reply: Result<Reply, String>,
