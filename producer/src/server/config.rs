@@ -1,19 +1,41 @@
 //! Settings of `faultline serve`, read once from the environment at start.
 //! Webhook secrets are [`Secret`]s: they never appear in logs or `Debug`.
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Duration};
 
-use faultline_shared::config::{ConfigError, Secret};
+use faultline_shared::config::{ConfigError, Secret, parse_duration};
 
 /// Default `FAULTLINE_MAX_BODY_BYTES`: 25 MiB, room for a large inline log.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
+/// Default `FAULTLINE_WEBHOOK_MAX_BODY_BYTES`: 1 MiB. A GitHub delivery is a
+/// few tens of KiB; a Jenkins notification with its inline log tail is small too.
+pub const DEFAULT_WEBHOOK_MAX_BODY_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// `FAULTLINE_BIND` (or `--bind`): where to listen; port 0 picks a free port.
     pub bind: SocketAddr,
-    /// `FAULTLINE_MAX_BODY_BYTES`: larger request bodies get 413.
+    /// `FAULTLINE_MAX_BODY_BYTES`: larger request bodies get 413. The REST
+    /// API takes a whole log, so its limit is large.
     pub max_body_bytes: usize,
+    /// `FAULTLINE_WEBHOOK_MAX_BODY_BYTES`: the webhooks' own, smaller limit
+    /// (never above `max_body_bytes`). GitHub's signature can only be checked
+    /// once the body is read, so this bounds what an unsigned request costs.
+    pub webhook_max_body_bytes: usize,
+    /// `FAULTLINE_HEADER_READ_TIMEOUT`: a request head must arrive within this
+    /// (else the connection is closed), so half-sent heads do not pile up.
+    pub header_read_timeout: Duration,
+    /// `FAULTLINE_BODY_READ_TIMEOUT`: the longest wait for the next piece of
+    /// a body (408 after it).
+    pub body_read_timeout: Duration,
+    /// `FAULTLINE_REQUEST_TIMEOUT`: the longest a request may take, body and
+    /// handler together (408), so a body dripped slowly cannot hold a slot.
+    pub request_timeout: Duration,
+    /// `FAULTLINE_MAX_IN_FLIGHT`: requests handled at once; more get 503 at once.
+    pub max_in_flight: usize,
+    /// `FAULTLINE_MAX_CONNECTIONS`: open connections; more wait in the
+    /// listen backlog until one closes.
+    pub max_connections: usize,
     /// `FAULTLINE_HTTP_DB_CONNECTIONS`: Postgres pool size of the server.
     pub db_connections: u32,
     /// `GITHUB_WEBHOOK_SECRET`: HMAC key of `X-Hub-Signature-256`; unset
@@ -53,9 +75,24 @@ impl ServerConfig {
             &DEFAULT_MAX_BODY_BYTES.to_string(),
         )?;
         let db_connections = parse("FAULTLINE_HTTP_DB_CONNECTIONS", "16")?;
+        let duration = |name: &'static str, default: &str| -> Result<Duration, ConfigError> {
+            let value = get(name).unwrap_or_else(|| default.to_string());
+            parse_duration(&value).map_err(|e| invalid(name, &value, &e))
+        };
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(Self {
             bind,
-            max_body_bytes: usize::try_from(max_body).unwrap_or(usize::MAX),
+            max_body_bytes: size(max_body),
+            webhook_max_body_bytes: size(parse(
+                "FAULTLINE_WEBHOOK_MAX_BODY_BYTES",
+                &DEFAULT_WEBHOOK_MAX_BODY_BYTES.to_string(),
+            )?)
+            .min(size(max_body)),
+            header_read_timeout: duration("FAULTLINE_HEADER_READ_TIMEOUT", "10s")?,
+            body_read_timeout: duration("FAULTLINE_BODY_READ_TIMEOUT", "15s")?,
+            request_timeout: duration("FAULTLINE_REQUEST_TIMEOUT", "60s")?,
+            max_in_flight: size(parse("FAULTLINE_MAX_IN_FLIGHT", "256")?),
+            max_connections: size(parse("FAULTLINE_MAX_CONNECTIONS", "1024")?),
             db_connections: u32::try_from(db_connections)
                 .map_err(|e| invalid("FAULTLINE_HTTP_DB_CONNECTIONS", "", &e.to_string()))?,
             github_secret: get("GITHUB_WEBHOOK_SECRET").map(Secret::new),
@@ -90,6 +127,8 @@ mod tests {
         let c = config(&[]).unwrap();
         assert_eq!(c.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(c.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(c.webhook_max_body_bytes, DEFAULT_WEBHOOK_MAX_BODY_BYTES);
+        assert_eq!(c.header_read_timeout, Duration::from_secs(10));
         assert!(c.github_secret.is_none() && c.jenkins_token.is_none());
     }
 
@@ -99,6 +138,14 @@ mod tests {
         assert_eq!(err.name, "FAULTLINE_BIND");
         let err = config(&[("FAULTLINE_MAX_BODY_BYTES", "0")]).unwrap_err();
         assert_eq!(err.name, "FAULTLINE_MAX_BODY_BYTES");
+        let err = config(&[("FAULTLINE_HEADER_READ_TIMEOUT", "soon")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_HEADER_READ_TIMEOUT");
+    }
+
+    #[test]
+    fn the_webhook_limit_never_exceeds_the_global_one() {
+        let c = config(&[("FAULTLINE_MAX_BODY_BYTES", "4096")]).unwrap();
+        assert_eq!(c.webhook_max_body_bytes, 4096);
     }
 
     #[test]

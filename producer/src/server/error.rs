@@ -34,6 +34,9 @@ pub enum AppError {
     /// 413: the body is larger than `FAULTLINE_MAX_BODY_BYTES`.
     #[error("request body too large")]
     PayloadTooLarge(String),
+    /// 408: the body stopped arriving (`FAULTLINE_BODY_READ_TIMEOUT`).
+    #[error("request timeout")]
+    RequestTimeout(String),
     /// 415: the body is not `application/json`.
     #[error("unsupported content type")]
     UnsupportedMediaType(String),
@@ -71,6 +74,7 @@ impl AppError {
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::NotConfigured(_) | AppError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -83,6 +87,7 @@ impl AppError {
         match self {
             AppError::BadRequest { detail, .. }
             | AppError::PayloadTooLarge(detail)
+            | AppError::RequestTimeout(detail)
             | AppError::UnsupportedMediaType(detail)
             | AppError::Forbidden(detail)
             | AppError::Conflict(detail)
@@ -138,6 +143,8 @@ impl From<BytesRejection> for AppError {
     fn from(rejection: BytesRejection) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AppError::PayloadTooLarge(rejection.body_text())
+        } else if timed_out(&rejection) {
+            AppError::RequestTimeout("the request body stopped arriving".into())
         } else {
             AppError::bad_request("unreadable request body", rejection.body_text())
         }
@@ -160,6 +167,18 @@ impl From<PathRejection> for AppError {
     fn from(rejection: PathRejection) -> Self {
         AppError::bad_request("invalid path parameter", rejection.body_text())
     }
+}
+
+/// True when reading the body failed because `RequestBodyTimeoutLayer` gave up.
+fn timed_out(rejection: &BytesRejection) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(e) = cause {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Keeps serde's own message (`build.number: invalid type … at line 1 column 40`).

@@ -7,6 +7,14 @@
 //! - `github`, `jenkins` — the CI webhooks.
 //! - `api` — `/api/v1/analyses`.
 //! - `review` — `/api/v1/review/...`: list, claim, resolve, dismiss (audited).
+//! - `listen` — the accept loop: head read timeout, connection cap, peer address.
+//!
+//! What a client can make the server hold is bounded: webhook bodies by
+//! `FAULTLINE_WEBHOOK_MAX_BODY_BYTES` (other routes by
+//! `FAULTLINE_MAX_BODY_BYTES`), heads and bodies by read timeouts, a whole
+//! request by `FAULTLINE_REQUEST_TIMEOUT`, requests in flight by
+//! `FAULTLINE_MAX_IN_FLIGHT` (503 beyond), connections by
+//! `FAULTLINE_MAX_CONNECTIONS`.
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
 //! step task, in one transaction (`storage::events::ingest`).
@@ -19,13 +27,15 @@ pub mod config;
 mod error;
 mod github;
 mod jenkins;
+mod listen;
 mod review;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use axum::{
-    Json, Router,
+    BoxError, Json, Router,
+    error_handling::HandleErrorLayer,
     extract::{DefaultBodyLimit, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
@@ -39,7 +49,11 @@ use faultline_shared::{
 use serde_json::json;
 use sqlx::{Connection, PgPool};
 use tokio::net::TcpListener;
-use tower_http::trace::TraceLayer;
+use tower::{ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer};
+use tower_http::{
+    timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
+    trace::TraceLayer,
+};
 
 use self::{config::ServerConfig, error::AppError};
 
@@ -97,20 +111,42 @@ pub async fn run(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("HTTP server failed")
+    let limits = listen::ConnLimits {
+        header_read_timeout: state.config.header_read_timeout,
+        max_connections: state.config.max_connections,
+    };
+    listen::serve(listener, router(state), limits, shutdown).await;
+    Ok(())
 }
 
 pub fn router(state: AppState) -> Router {
-    let max_body = state.config.max_body_bytes;
+    let config = state.config.clone();
+    let webhook_body = DefaultBodyLimit::max(config.webhook_max_body_bytes);
+    // Outermost first: shed what is over the in-flight cap before any work,
+    // then bound the whole request and each wait for the body.
+    let guard = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(|_: BoxError| async {
+            AppError::Unavailable("too many requests in flight; retry shortly".into())
+        }))
+        .layer(LoadShedLayer::new())
+        .layer(GlobalConcurrencyLimitLayer::new(config.max_in_flight))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(RequestBodyTimeoutLayer::new(config.body_read_timeout));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus))
-        .route("/webhooks/github", post(github::webhook))
-        .route("/webhooks/jenkins", post(jenkins::webhook))
+        .route(
+            "/webhooks/github",
+            post(github::webhook).layer(webhook_body),
+        )
+        .route(
+            "/webhooks/jenkins",
+            post(jenkins::webhook).layer(webhook_body),
+        )
         .route("/api/v1/analyses", post(api::create))
         .route("/api/v1/analyses/{id}", get(api::get))
         .route("/api/v1/analyses/{id}/trace", get(api::trace))
@@ -122,7 +158,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/review/{id}/dismiss", post(review::dismiss))
         .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
-        .layer(DefaultBodyLimit::max(max_body))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(guard)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

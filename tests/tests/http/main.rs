@@ -6,7 +6,9 @@
 //! - `jenkins`: Notification plugin builds, phases, inline logs.
 //! - `fetch`: the worker fetches a webhook event's log (GitHub redirect, Jenkins console).
 //! - `baseline`: it also fetches the last green log of the job, and the excerpt uses it.
+//! - `paths`: hostile build URLs and repository names reach no other API path.
 //! - `api`: `/api/v1/analyses` with token roles; bad input; health and shutdown.
+//! - `limits`: body limits, read timeouts and the in-flight cap, over raw TCP.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
@@ -15,6 +17,8 @@ mod baseline;
 mod fetch;
 mod github;
 mod jenkins;
+mod limits;
+mod paths;
 
 use std::{io::Read, path::Path};
 
@@ -50,6 +54,11 @@ impl Server {
             base: serve.base,
             http: reqwest::Client::new(),
         }
+    }
+
+    /// `127.0.0.1:PORT`, for raw TCP clients.
+    pub fn addr(&self) -> &str {
+        self.base.trim_start_matches("http://")
     }
 
     pub fn post(&self, path: &str) -> RequestBuilder {

@@ -1,0 +1,203 @@
+//! What an unauthenticated client can make `faultline serve` hold: per-route
+//! body limits, head and body read timeouts, a cap on requests in flight.
+//! Driven over raw TCP, as a hostile client would.
+
+use std::time::{Duration, Instant};
+
+use faultline_tests::{TestDb, wait_until};
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+
+use crate::*;
+
+const MIB: usize = 1024 * 1024;
+
+/// `VmRSS` of a process, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Opens a connection and sends a request head announcing `length` bytes.
+async fn head(server: &Server, path: &str, length: usize, extra: &str) -> TcpStream {
+    let mut s = TcpStream::connect(server.addr()).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: faultline\r\ncontent-type: application/json\r\n\
+         x-github-event: workflow_run\r\nx-github-delivery: slow\r\n{extra}content-length: {length}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s
+}
+
+/// Writes up to `n` bytes of filler; stops quietly when the server hangs up.
+async fn fill(s: &mut TcpStream, n: usize) -> usize {
+    let chunk = vec![b' '; 64 * 1024];
+    let mut sent = 0;
+    while sent < n {
+        match s.write_all(&chunk[..chunk.len().min(n - sent)]).await {
+            Ok(()) => sent += chunk.len().min(n - sent),
+            Err(_) => break,
+        }
+    }
+    sent
+}
+
+/// The status code of the response on `s`, `None` if it closes without one.
+async fn status_of(s: &mut TcpStream) -> Option<u16> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n") {
+        match s.read(&mut byte).await {
+            Ok(1) => buf.push(byte[0]),
+            _ => return None,
+        }
+    }
+    std::str::from_utf8(&buf).ok()?.split(' ').nth(1)?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_clients_holding_big_unsigned_bodies_do_not_grow_the_server() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let pid = server.child.id().unwrap();
+    assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
+    let before = rss(pid);
+    // 20 clients announce 24 MiB each, send up to 8 MiB and keep the socket open.
+    let mut clients = Vec::new();
+    for _ in 0..20 {
+        clients.push(tokio::spawn({
+            let addr = server.addr().to_string();
+            async move {
+                let mut s = TcpStream::connect(&addr).await.unwrap();
+                let head = format!(
+                    "POST /webhooks/github HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+                     x-github-event: workflow_run\r\nx-github-delivery: d\r\ncontent-length: {}\r\n\r\n",
+                    24 * MIB
+                );
+                s.write_all(head.as_bytes()).await.unwrap();
+                fill(&mut s, 8 * MIB).await;
+                s
+            }
+        }));
+    }
+    let mut held = Vec::new();
+    for c in clients {
+        held.push(c.await.unwrap());
+    }
+    let peak = (0..10).map(|_| rss(pid)).max().unwrap();
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "VmRSS {} MiB before, {} MiB with 20 slow clients (+{} MiB)",
+        before / MIB as u64,
+        peak / MIB as u64,
+        grown / MIB as u64
+    );
+    assert!(
+        grown < 64 * MIB as u64,
+        "the server grew by {} MiB",
+        grown / MIB as u64
+    );
+    drop(held);
+    assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversize_webhook_body_gets_413_before_it_is_all_read() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let mut github = head(&server, "/webhooks/github", 24 * MIB, "").await;
+    fill(&mut github, 2 * MIB).await;
+    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut github))
+        .await
+        .expect("an answer before the body is complete");
+    assert_eq!(status, Some(413));
+
+    let token = format!("x-faultline-token: {JENKINS_TOKEN}\r\n");
+    let mut jenkins = head(&server, "/webhooks/jenkins", 24 * MIB, &token).await;
+    fill(&mut jenkins, 2 * MIB).await;
+    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut jenkins))
+        .await
+        .expect("an answer before the body is complete");
+    assert_eq!(status, Some(413));
+
+    // The REST API still takes a large log upload from a token holder.
+    let admin = db.cli_ok(
+        &["token", "create", "--role", "admin", "--name", "ops"],
+        &[],
+    );
+    let log = format!("{}\nBUILD FAILED\n", "compiling ...\n".repeat(5 * MIB / 14));
+    let (status, body) = send(
+        server
+            .post("/api/v1/analyses")
+            .bearer_auth(&admin)
+            .json(&json!({"log": log})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_half_sent_head_or_a_stalled_body_is_closed_within_its_timeout() {
+    let db = TestDb::new().await;
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_HEADER_READ_TIMEOUT", "1s"),
+            ("FAULTLINE_BODY_READ_TIMEOUT", "1s"),
+        ],
+    )
+    .await;
+    let mut s = TcpStream::connect(server.addr()).await.unwrap();
+    s.write_all(b"POST /webhooks/github HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "a half-sent head is still open after 10s");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+    let mut s = head(&server, "/webhooks/github", 1000, "").await;
+    s.write_all(b"{\"action\":").await.unwrap();
+    let started = Instant::now();
+    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut s))
+        .await
+        .expect("a stalled body is answered within 10s");
+    assert_eq!(status, Some(408));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_past_the_in_flight_cap_get_503_at_once() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[("FAULTLINE_MAX_IN_FLIGHT", "2")]).await;
+    // Two requests whose bodies never finish hold both slots.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = head(&server, "/webhooks/github", 1000, "").await;
+        s.write_all(b"{").await.unwrap();
+        held.push(s);
+    }
+    let status = wait_until(Duration::from_secs(10), || async {
+        let (status, _) = send(server.get("/healthz")).await;
+        (status == StatusCode::SERVICE_UNAVAILABLE).then_some(status)
+    })
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    drop(held);
+    let status = wait_until(Duration::from_secs(10), || async {
+        let (status, _) = send(server.get("/healthz")).await;
+        (status == StatusCode::OK).then_some(status)
+    })
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
