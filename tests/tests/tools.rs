@@ -21,7 +21,7 @@ use wiremock::{
 };
 
 /// A tool belt configured by `env`, and a context on a stored failure of
-/// `octo-org/ledger-api` at [`SHA`].
+/// `octo-org/ledger-api` at [`SHA`], job `ledger-api` build 813.
 async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext) {
     let map: HashMap<String, String> = env
         .iter()
@@ -39,7 +39,8 @@ async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext)
         .unwrap();
     let run_id = db.enqueue(&db.write("b.log", oom_log()), &[]);
     let event_id: Uuid = sqlx::query_scalar(
-        "UPDATE failure_events SET repository = $2, commit_sha = $3
+        "UPDATE failure_events SET repository = $2, commit_sha = $3,
+                job_name = 'ledger-api', build_number = '813'
          WHERE id = (SELECT event_id FROM analysis_runs WHERE id = $1) RETURNING id",
     )
     .bind(run_id)
@@ -537,4 +538,191 @@ async fn jenkins_console_streams_a_chunked_body_and_keeps_one_end_within_the_cap
         matches!(&err, ToolError::Failed(m) if m.contains("401")),
         "{err:?}"
     );
+}
+
+/// Issue 14, finding 2: a model steered by a log cannot make the tools
+/// read another repository or job; the refusal is an observation, and no
+/// request leaves for the other repository or job.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_read_only_the_failures_own_repository_and_job() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/contents/{FILE}")))
+        .respond_with(github_json(contents(FILE, "class BatchWriter {}\n")))
+        .mount(&gh)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/search/code"))
+        .respond_with(github_json(
+            json!({"total_count": 2, "incomplete_results": false, "items": [
+            {"name": "BatchWriter.java", "path": FILE, "sha": "9f1e2d",
+             "html_url": format!("https://github.com/{REPO}/blob/main/{FILE}"),
+             "repository": {"id": 1, "full_name": REPO}, "score": 1.0},
+            {"name": "secrets.env", "path": "secrets.env", "sha": "777777",
+             "html_url": "https://github.com/acme/secrets/blob/main/secrets.env",
+             "repository": {"id": 2, "full_name": "acme/secrets"}, "score": 1.0}]}),
+        ))
+        .mount(&gh)
+        .await;
+    let jenkins = FakeJenkins::start(
+        "ledger-api",
+        813,
+        "ci-bot",
+        "11aa22bb",
+        vec!["Finished: FAILURE\n".into()],
+    )
+    .await;
+    let mut env = github_env(&gh);
+    env.extend([
+        ("JENKINS_URL", jenkins.url.clone()),
+        ("JENKINS_USER", "ci-bot".into()),
+        ("JENKINS_API_TOKEN", "11aa22bb".into()),
+    ]);
+    let (belt, ctx) = tool_belt(&db, &refs(&env)).await;
+
+    let refused = |err: ToolError, needle: &str| match err {
+        ToolError::Invalid(m) => assert!(m.contains(needle), "{m}"),
+        other => panic!("not a refusal the model can read: {other:?}"),
+    };
+    for (tool, args) in [
+        ("github_file", json!({"path": FILE, "repo": "acme/secrets"})),
+        (
+            "github_file",
+            json!({"path": FILE, "repo": "https://github.com/acme/secrets.git"}),
+        ),
+        (
+            "github_file",
+            json!({"path": FILE, "repo": "octo-org/ledger-api-fork"}),
+        ),
+        (
+            "github_blame",
+            json!({"path": FILE, "start_line": 1, "repo": "acme/secrets"}),
+        ),
+        ("github_commits", json!({"repo": "acme/secrets"})),
+        (
+            "github_search",
+            json!({"query": "password", "repo": "acme/secrets"}),
+        ),
+    ] {
+        let err = belt.call(&ctx, tool, &args).await.unwrap_err();
+        refused(err, "out of scope");
+    }
+    for query in [
+        "password repo:acme/secrets",
+        "token org:acme",
+        "token user:octocat",
+        "x OR repo:acme/secrets",
+        "\"api key\" -repo:octo-org/ledger-api",
+    ] {
+        let err = belt
+            .call(&ctx, "github_search", &json!({"query": query}))
+            .await
+            .unwrap_err();
+        refused(err, "qualifier");
+    }
+    assert_eq!(
+        gh.received_requests().await.unwrap().len(),
+        0,
+        "a refused call reached GitHub"
+    );
+
+    // The own repository, named again in another spelling, is fine.
+    let own = belt
+        .call(
+            &ctx,
+            "github_file",
+            &json!({"path": FILE, "repo": "https://github.com/Octo-Org/Ledger-API.git"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(own["repo"], REPO);
+    // A search result of another repository is never shown.
+    let found = belt
+        .call(
+            &ctx,
+            "github_search",
+            &json!({"query": "BatchWriter path:src"}),
+        )
+        .await
+        .unwrap();
+    let items = found["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{found}");
+    assert_eq!(items[0]["path"], FILE);
+    let searched = gh.received_requests().await.unwrap();
+    let q = searched
+        .iter()
+        .find(|r| r.url.path() == "/search/code")
+        .unwrap()
+        .url
+        .query_pairs()
+        .find(|(k, _)| k == "q")
+        .unwrap()
+        .1
+        .to_string();
+    assert_eq!(q, format!("BatchWriter path:src repo:{REPO}"));
+
+    // Jenkins: another job, or a folder trick, is refused before any request.
+    for args in [
+        json!({"job": "deploy-prod", "build": 1}),
+        json!({"job": "ledger-api/job/deploy-prod", "build": 1}),
+        json!({"job": "team/ledger-api", "build": 813}),
+    ] {
+        let err = belt.call(&ctx, "jenkins_console", &args).await.unwrap_err();
+        refused(err, "out of scope");
+    }
+    assert_eq!(jenkins.count(), 0, "a refused call reached Jenkins");
+    // The own job, by name or by build number alone, is read.
+    for args in [
+        json!({"job": "ledger-api", "build": 813}),
+        json!({"build": 813}),
+        json!({}),
+    ] {
+        let out = belt.call(&ctx, "jenkins_console", &args).await.unwrap();
+        assert_eq!(out["lines"][0]["text"], "Finished: FAILURE", "{args}");
+    }
+    assert_eq!(jenkins.count(), 3);
+
+    // A failure that names no repository offers no repository at all.
+    sqlx::query("UPDATE failure_events SET repository = NULL WHERE id = $1")
+        .bind(ctx.event_id)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let err = belt
+        .call(&ctx, "github_file", &json!({"path": FILE, "repo": REPO}))
+        .await
+        .unwrap_err();
+    refused(err, "out of scope");
+}
+
+/// Issue 14, finding 9: numbers the schema forbids never reach GitHub,
+/// however large (`2^64 - 1` once slipped past the range check).
+#[tokio::test(flavor = "multi_thread")]
+async fn out_of_range_numbers_are_refused_before_any_request() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+    let huge = json!(u64::MAX);
+    for (tool, args) in [
+        ("github_commits", json!({"limit": huge})),
+        ("github_commits", json!({"limit": i64::MAX})),
+        ("github_commits", json!({"limit": -1})),
+        ("github_commits", json!({"limit": 2.5})),
+        ("github_commits", json!({"limit": "5"})),
+        ("github_search", json!({"query": "x", "limit": huge})),
+        ("github_file", json!({"path": FILE, "context": huge})),
+        ("github_file", json!({"path": FILE, "line": huge})),
+        ("github_blame", json!({"path": FILE, "start_line": huge})),
+        ("github_search", json!({"query": "x".repeat(300)})),
+        ("log_excerpt", json!({"max_lines": huge})),
+        ("search_knowledge", json!({"query": "x", "limit": huge})),
+    ] {
+        let err = belt.call(&ctx, tool, &args).await.unwrap_err();
+        assert!(
+            matches!(&err, ToolError::Invalid(m) if m.contains("invalid arguments")),
+            "{tool} {args}: {err:?}"
+        );
+    }
+    assert_eq!(gh.received_requests().await.unwrap().len(), 0);
 }

@@ -1,7 +1,8 @@
 //! The GitHub tools: `github_file` (lines around a location at a commit),
 //! `github_blame` (who last touched a line range), `github_commits` (recent
 //! commits touching a path) and `github_search` (code search in the repo).
-//! Repository and commit default to the failure's own; API errors become
+//! They read only the failure's own repository ([`super::scope`]); the commit
+//! defaults to the failing one. API errors become
 //! observations with GitHub's reason (404 not found, 401 bad token).
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use faultline_shared::storage::events;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, scope};
 use crate::sources::{
     ApiError,
     github::{GithubClient, parse_repo},
@@ -37,26 +38,43 @@ impl From<ApiError> for ToolError {
     }
 }
 
-/// The repository and ref a call is about: its arguments, else the event's.
+/// The repository and ref a call is about: always the failure's own
+/// repository (a `repo` argument may only name it again, in any case or
+/// as a clone URL), and the ref of the arguments, else the failing commit.
 async fn target(
     ctx: &ToolContext,
+    tool: &str,
     input: &Value,
 ) -> Result<((String, String), Option<String>), ToolError> {
     let event = events::get(&ctx.pool, ctx.event_id).await?;
-    let repo_text = input["repo"]
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| event.as_ref().and_then(|e| e.repository.clone()))
-        .ok_or_else(|| {
-            ToolError::Invalid(
-                "the failure names no repository: pass \"repo\": \"owner/name\"".into(),
-            )
-        })?;
-    let repo = parse_repo(&repo_text).ok_or_else(|| {
-        ToolError::Invalid(format!(
-            "repo {repo_text:?} is not owner/name or a GitHub URL"
-        ))
-    })?;
+    let own_text = event.as_ref().and_then(|e| e.repository.clone());
+    let own = own_text.as_deref().and_then(parse_repo);
+    if let Some(asked) = input["repo"].as_str() {
+        let same = parse_repo(asked)
+            .zip(own.as_ref())
+            .is_some_and(|(asked, own)| scope::same_repo(&asked, own));
+        if !same {
+            return Err(ToolError::Invalid(scope::other_repo(
+                tool,
+                own.as_ref(),
+                asked,
+            )));
+        }
+    }
+    let repo = match (own, own_text) {
+        (Some(repo), _) => repo,
+        (None, Some(text)) => {
+            return Err(ToolError::Invalid(format!(
+                "the failure's repository {text:?} is not a GitHub owner/name or URL: \
+                 {tool} is not available for it"
+            )));
+        }
+        (None, None) => {
+            return Err(ToolError::Invalid(format!(
+                "the failure names no repository: {tool} reads only the failing repository"
+            )));
+        }
+    };
     let reference = input["ref"]
         .as_str()
         .map(str::to_string)
@@ -70,14 +88,17 @@ fn need_ref(reference: Option<String>) -> Result<String, ToolError> {
     })
 }
 
+/// Highest line number a call may name (the schema's bound).
+const MAX_LINE: u64 = 10_000_000;
+
 fn int(input: &Value, key: &str, default: u64) -> u64 {
     input[key].as_u64().unwrap_or(default)
 }
 
 fn common() -> Value {
     json!({
-        "repo": {"type": "string", "description": "owner/name; default: the failing repository"},
-        "ref": {"type": "string", "description": "commit SHA or branch; default: the failing commit"}})
+        "repo": {"type": "string", "maxLength": 200, "description": "owner/name of the failing repository (the only one these tools read); may be omitted"},
+        "ref": {"type": "string", "maxLength": 255, "description": "commit SHA or branch; default: the failing commit"}})
 }
 
 fn schema(extra: Value, required: &[&str]) -> Value {
@@ -99,8 +120,8 @@ impl Tool for GithubFile {
     }
     fn schema(&self) -> Value {
         schema(
-            json!({"path": {"type": "string", "description": "file path in the repository"},
-                   "line": {"type": "integer", "minimum": 1},
+            json!({"path": {"type": "string", "maxLength": 1024, "description": "file path in the repository"},
+                   "line": {"type": "integer", "minimum": 1, "maximum": MAX_LINE},
                    "context": {"type": "integer", "minimum": 1, "maximum": 100}}),
             &["path"],
         )
@@ -111,7 +132,7 @@ impl Tool for GithubFile {
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let (repo, reference) = target(ctx, input).await?;
+            let (repo, reference) = target(ctx, self.name(), input).await?;
             let reference = need_ref(reference)?;
             let path = input["path"].as_str().unwrap_or_default();
             let file = self.0.file(&repo, path, &reference).await?;
@@ -153,9 +174,9 @@ impl Tool for GithubBlame {
     }
     fn schema(&self) -> Value {
         schema(
-            json!({"path": {"type": "string"},
-                   "start_line": {"type": "integer", "minimum": 1},
-                   "end_line": {"type": "integer", "minimum": 1}}),
+            json!({"path": {"type": "string", "maxLength": 1024},
+                   "start_line": {"type": "integer", "minimum": 1, "maximum": MAX_LINE},
+                   "end_line": {"type": "integer", "minimum": 1, "maximum": MAX_LINE}}),
             &["path", "start_line"],
         )
     }
@@ -165,7 +186,7 @@ impl Tool for GithubBlame {
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let (repo, reference) = target(ctx, input).await?;
+            let (repo, reference) = target(ctx, self.name(), input).await?;
             let reference = need_ref(reference)?;
             let path = input["path"].as_str().unwrap_or_default();
             let start = int(input, "start_line", 1);
@@ -208,7 +229,7 @@ impl Tool for GithubCommits {
     }
     fn schema(&self) -> Value {
         schema(
-            json!({"path": {"type": "string", "description": "file or directory; omit for the whole repository"},
+            json!({"path": {"type": "string", "maxLength": 1024, "description": "file or directory; omit for the whole repository"},
                    "limit": {"type": "integer", "minimum": 1, "maximum": 30}}),
             &[],
         )
@@ -219,7 +240,7 @@ impl Tool for GithubCommits {
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let (repo, reference) = target(ctx, input).await?;
+            let (repo, reference) = target(ctx, self.name(), input).await?;
             let path = input["path"].as_str();
             let limit = int(input, "limit", 10) as u32;
             let list = self
@@ -256,8 +277,8 @@ impl Tool for GithubSearch {
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "search terms (GitHub code search syntax)"},
-            "repo": {"type": "string", "description": "owner/name; default: the failing repository"},
+            "query": {"type": "string", "maxLength": 256, "description": "search terms; the search is scoped to the failing repository (repo:, org:, user: qualifiers are refused; path:, language:, filename:, extension:, in: narrow it)"},
+            "repo": {"type": "string", "maxLength": 200, "description": "owner/name of the failing repository (the only one searched); may be omitted"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"]})
     }
     fn call<'a>(
@@ -266,17 +287,25 @@ impl Tool for GithubSearch {
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
-            let (repo, _) = target(ctx, input).await?;
+            let (repo, _) = target(ctx, self.name(), input).await?;
             let query = input["query"].as_str().unwrap_or_default();
             if query.trim().is_empty() {
                 return Err(ToolError::Invalid("query must not be empty".into()));
             }
+            scope::check_search_query(query).map_err(ToolError::Invalid)?;
             let limit = int(input, "limit", 10) as u32;
             let found = self.0.search_code(&repo, query, limit).await?;
+            // Belt and braces: an item of another repository is dropped
+            // even if the query somehow widened the search.
             let items: Vec<Value> = found["items"]
                 .as_array()
                 .into_iter()
                 .flatten()
+                .filter(|i| {
+                    i["repository"]["full_name"].as_str().is_none_or(|full| {
+                        parse_repo(full).is_some_and(|r| scope::same_repo(&r, &repo))
+                    })
+                })
                 .map(|i| json!({"path": i["path"], "blob_sha": i["sha"], "url": i["html_url"]}))
                 .collect();
             Ok(

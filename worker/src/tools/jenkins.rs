@@ -1,15 +1,21 @@
 //! `jenkins_console`: the head or tail of a Jenkins build's console text,
 //! streamed and cut to `JENKINS_CONSOLE_MAX_BYTES` on line boundaries. The
-//! build defaults to the failure's own.
+//! build defaults to the failure's own; only builds of the failure's own
+//! job are read (issue 14, finding 2): another job is refused before any
+//! request.
 
 use std::sync::Arc;
 
-use faultline_shared::storage::events;
+use faultline_shared::storage::events::{self, EventRow};
 use futures::future::BoxFuture;
+use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError};
+use super::{OUT_OF_SCOPE, Tool, ToolContext, ToolError};
 use crate::sources::jenkins::{JenkinsClient, Keep};
+
+/// Highest build number a call may name (the schema's bound).
+const MAX_BUILD: u64 = 1 << 53;
 
 pub struct JenkinsConsole(pub Arc<JenkinsClient>);
 
@@ -23,9 +29,9 @@ impl Tool for JenkinsConsole {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
             "part": {"type": "string", "enum": ["head", "tail"]},
-            "max_bytes": {"type": "integer", "minimum": 1024},
-            "job": {"type": "string", "description": "job name, folders separated by /; default: the failing job"},
-            "build": {"type": "integer", "minimum": 1, "description": "build number; default: the failing build"}}})
+            "max_bytes": {"type": "integer", "minimum": 1024, "maximum": 1_073_741_824_u64},
+            "job": {"type": "string", "maxLength": 1024, "description": "the failing job's name, folders separated by / (the only job read); may be omitted"},
+            "build": {"type": "integer", "minimum": 1, "maximum": MAX_BUILD, "description": "build number of the failing job; default: the failing build"}}})
     }
     fn call<'a>(
         &'a self,
@@ -34,24 +40,58 @@ impl Tool for JenkinsConsole {
     ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             let jenkins = &self.0;
+            let event = events::get(&ctx.pool, ctx.event_id).await?;
+            let payload = events::payload(&ctx.pool, ctx.event_id)
+                .await?
+                .unwrap_or_default();
+            let own = own_job(jenkins, event.as_ref(), &payload);
+            let out_of_scope = |what: String| {
+                ToolError::Invalid(match &own {
+                    Some(job) => format!(
+                        "{OUT_OF_SCOPE} jenkins_console reads only the failing job ({}), not \
+                         {what} (omit \"job\"; pass only \"build\" for another build of the \
+                         same job)",
+                        shown(job)
+                    ),
+                    None => format!(
+                        "{OUT_OF_SCOPE} jenkins_console reads only the failing job, and this \
+                         failure names none; {what} is not it"
+                    ),
+                })
+            };
             let url = match (input["job"].as_str(), input["build"].as_u64()) {
-                (Some(job), Some(build)) => jenkins
-                    .console_url(job, build)
-                    .map_err(ToolError::Invalid)?,
-                (None, None) => {
-                    let payload = events::payload(&ctx.pool, ctx.event_id)
-                        .await?
-                        .unwrap_or_default();
-                    let Some(console) = payload["jenkins"]["console_url"].as_str() else {
-                        return Err(ToolError::Invalid(
-                            "the failure is not a Jenkins build: pass \"job\" and \"build\"".into(),
-                        ));
-                    };
-                    jenkins.resolve(console).map_err(ToolError::Failed)?
+                (Some(job), Some(build)) => {
+                    let url = jenkins
+                        .console_url(job, build)
+                        .map_err(ToolError::Invalid)?;
+                    if own.as_ref() != Some(&job_of(&url)) {
+                        return Err(out_of_scope(format!("job {job:?}")));
+                    }
+                    url
                 }
-                _ => {
+                (None, Some(build)) => match &own {
+                    Some(job) => build_of(job, build),
+                    None => return Err(out_of_scope(format!("build {build}"))),
+                },
+                (None, None) => {
+                    let console = payload["jenkins"]["console_url"].as_str();
+                    let number = event.as_ref().and_then(|e| e.build_number.as_deref());
+                    match (console, &own, number.and_then(|n| n.parse::<u64>().ok())) {
+                        (Some(console), _, _) => {
+                            jenkins.resolve(console).map_err(ToolError::Failed)?
+                        }
+                        (None, Some(job), Some(build)) if build > 0 => build_of(job, build),
+                        _ => {
+                            return Err(ToolError::Invalid(
+                                "the failure is not a Jenkins build: jenkins_console reads only the failing job's builds"
+                                    .into(),
+                            ));
+                        }
+                    }
+                }
+                (Some(_), None) => {
                     return Err(ToolError::Invalid(
-                        "pass both \"job\" and \"build\", or neither".into(),
+                        "pass \"build\" with \"job\", or neither".into(),
                     ));
                 }
             };
@@ -63,7 +103,7 @@ impl Tool for JenkinsConsole {
             let cap = input["max_bytes"]
                 .as_u64()
                 .map_or(jenkins.console_max_bytes(), |n| {
-                    (n as usize).min(jenkins.console_max_bytes())
+                    (n.min(usize::MAX as u64) as usize).min(jenkins.console_max_bytes())
                 });
             let capped = jenkins.console(&url, keep, cap).await?;
             let lines: Vec<Value> = capped
@@ -73,10 +113,58 @@ impl Tool for JenkinsConsole {
                 .map(|(i, text)| json!({"n": capped.first_line + i as u64, "text": text}))
                 .collect();
             Ok(json!({
-                "url": url.as_str(), "part": if keep == Keep::Head { "head" } else { "tail" },
+                "url": shown(&url), "part": if keep == Keep::Head { "head" } else { "tail" },
                 "max_bytes": cap, "total_bytes": capped.total_bytes, "truncated": capped.truncated,
                 "lines": lines,
             }))
         })
     }
+}
+
+/// The failure's own job under `JENKINS_URL` (`…/job/a/job/b`), from the
+/// notification's console URL, else its job URL, else the event's job
+/// name. Every URL here is built by the client's validated builders, so
+/// two names of one job compare equal.
+fn own_job(jenkins: &JenkinsClient, event: Option<&EventRow>, payload: &Value) -> Option<Url> {
+    let notified = &payload["jenkins"];
+    notified["console_url"]
+        .as_str()
+        .and_then(|u| jenkins.resolve(u).ok())
+        .or_else(|| {
+            notified["job_url"]
+                .as_str()
+                .and_then(|u| jenkins.last_success_url(u).ok())
+        })
+        .or_else(|| {
+            let name = event?.job_name.as_deref()?;
+            jenkins.console_url(name, 1).ok()
+        })
+        .map(|url| job_of(&url))
+}
+
+/// The job of a build's console URL: without `<build>/consoleText`.
+fn job_of(console: &Url) -> Url {
+    let mut job = console.clone();
+    if let Ok(mut path) = job.path_segments_mut() {
+        path.pop().pop();
+    }
+    job
+}
+
+/// `<job>/<build>/consoleText`.
+fn build_of(job: &Url, build: u64) -> Url {
+    let mut url = job.clone();
+    if let Ok(mut path) = url.path_segments_mut() {
+        path.push(&build.to_string()).push("consoleText");
+    }
+    url
+}
+
+/// A URL as the model may see it: without credentials, should
+/// `JENKINS_URL` carry any.
+fn shown(url: &Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
 }

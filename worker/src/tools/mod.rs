@@ -9,6 +9,7 @@ mod github;
 mod history;
 mod jenkins;
 mod knowledge;
+mod scope;
 mod similar;
 
 use std::{
@@ -24,6 +25,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::sources::{github::GithubClient, jenkins::JenkinsClient};
+
+pub use scope::OUT_OF_SCOPE;
 
 pub const LOG_EXCERPT: &str = "log_excerpt";
 pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
@@ -275,7 +278,11 @@ impl ToolBelt {
 }
 
 /// A small JSON-schema check covering what our schemas use: an object with
-/// typed properties, required keys, no unknown keys, enums, integer ranges.
+/// typed properties, required keys, no unknown keys, enums, numeric ranges
+/// and string lengths. Every number is compared exactly, whatever its size
+/// (issue 14, finding 9: `2^64 - 1` once skipped the range check because it
+/// is no `i64`); an `integer` is a whole JSON number without a fraction or
+/// exponent (`3.0` and `1e3` are refused, as the tools read integers).
 pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
     let Some(obj) = input.as_object() else {
         return Err("arguments must be a JSON object".into());
@@ -306,10 +313,9 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
             _ => true,
         };
         if !ok {
-            return Err(format!(
-                "field {key:?} must be a {}",
-                prop["type"].as_str().unwrap_or("value")
-            ));
+            let kind = prop["type"].as_str().unwrap_or("value");
+            let article = if kind == "integer" { "an" } else { "a" };
+            return Err(format!("field {key:?} must be {article} {kind}"));
         }
         if let Some(allowed) = prop["enum"].as_array()
             && !allowed.contains(value)
@@ -319,18 +325,50 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
                 Value::Array(allowed.clone())
             ));
         }
-        if let (Some(n), Some(min)) = (value.as_i64(), prop["minimum"].as_i64())
-            && n < min
-        {
-            return Err(format!("field {key:?} must be >= {min}"));
+        if let Value::Number(n) = value {
+            if let Some(min) = prop.get("minimum").and_then(Value::as_number)
+                && compare(n, min).is_lt()
+            {
+                return Err(format!("field {key:?} must be >= {min}"));
+            }
+            if let Some(max) = prop.get("maximum").and_then(Value::as_number)
+                && compare(n, max).is_gt()
+            {
+                return Err(format!("field {key:?} must be <= {max}"));
+            }
         }
-        if let (Some(n), Some(max)) = (value.as_i64(), prop["maximum"].as_i64())
-            && n > max
-        {
-            return Err(format!("field {key:?} must be <= {max}"));
+        if let Value::String(s) = value {
+            if let Some(max) = prop["maxLength"].as_u64()
+                && s.chars().count() as u64 > max
+            {
+                return Err(format!("field {key:?} must be at most {max} characters"));
+            }
+            if let Some(min) = prop["minLength"].as_u64()
+                && (s.chars().count() as u64) < min
+            {
+                return Err(format!("field {key:?} must be at least {min} characters"));
+            }
         }
     }
     Ok(())
+}
+
+/// Orders two JSON numbers exactly: integers of any sign and size as
+/// integers, anything else as floats.
+fn compare(a: &serde_json::Number, b: &serde_json::Number) -> std::cmp::Ordering {
+    let whole = |n: &serde_json::Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match (whole(a), whole(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        // serde_json numbers are finite: there is no NaN to compare.
+        _ => a
+            .as_f64()
+            .unwrap_or_default()
+            .total_cmp(&b.as_f64().unwrap_or_default()),
+    }
 }
 
 #[cfg(test)]
@@ -376,5 +414,48 @@ mod tests {
                 .contains("unknown field")
         );
         assert!(validate(&schema(), &json!("query")).is_err());
+    }
+
+    /// Issue 14, finding 9: every number is held to the schema, whatever
+    /// its size or form.
+    #[test]
+    fn numbers_out_of_range_or_of_the_wrong_kind_are_refused() {
+        let limit = |v: Value| validate(&schema(), &json!({"query": "x", "limit": v}));
+        for (value, why) in [
+            (json!(u64::MAX), "<= 20"),
+            (json!(i64::MAX as u64 + 1), "<= 20"),
+            (json!(i64::MAX), "<= 20"),
+            (json!(21), "<= 20"),
+            (json!(0), ">= 1"),
+            (json!(-1), ">= 1"),
+            (json!(i64::MIN), ">= 1"),
+            (json!(3.5), "must be an integer"),
+            (json!(3.0), "must be an integer"),
+            (json!(1e300), "must be an integer"),
+            (json!("3"), "must be an integer"),
+            (json!(null), "must be an integer"),
+            (json!(true), "must be an integer"),
+        ] {
+            let err = limit(value.clone()).expect_err(&value.to_string());
+            assert!(err.contains(why), "{value}: {err}");
+        }
+        assert_eq!(limit(json!(1)), Ok(()));
+        assert_eq!(limit(json!(20)), Ok(()));
+        // Floats against float bounds, and integers against float bounds.
+        let score = json!({"type": "object", "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 1}}});
+        assert!(validate(&score, &json!({"score": 0.5})).is_ok());
+        assert!(validate(&score, &json!({"score": 1.0000001})).is_err());
+        assert!(validate(&score, &json!({"score": -0.0001})).is_err());
+        assert!(validate(&score, &json!({"score": u64::MAX})).is_err());
+        // Strings are held to their length.
+        let text = json!({"type": "object", "properties": {
+            "q": {"type": "string", "maxLength": 3}}});
+        assert!(validate(&text, &json!({"q": "abc"})).is_ok());
+        assert!(
+            validate(&text, &json!({"q": "abcd"}))
+                .unwrap_err()
+                .contains("at most 3")
+        );
     }
 }
