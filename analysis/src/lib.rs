@@ -15,7 +15,7 @@ mod category;
 pub mod diagnose;
 pub mod kb;
 pub mod logs;
-mod text;
+pub mod text;
 
 pub use category::Category;
 

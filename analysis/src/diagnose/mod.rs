@@ -39,7 +39,7 @@ pub use rules::Kind;
 
 use crate::Category;
 use crate::logs::{Excerpt, clean_line};
-use crate::text::{truncate_bytes, truncate_chars};
+use crate::text::{ascii_classes, truncate_bytes, truncate_chars};
 
 /// Lines of the excerpt a diagnosis reads (the `log_excerpt` tool's
 /// default).
@@ -139,7 +139,10 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .collect();
     let steps = rules::STEP_KINDS
         .iter()
-        .map(|(p, k)| (Regex::new(p).expect("built-in step pattern compiles"), *k))
+        .map(|(p, k)| {
+            let re = Regex::new(&ascii_classes(p)).expect("built-in step pattern compiles");
+            (re, *k)
+        })
         .collect();
     Compiled {
         set,
@@ -158,76 +161,9 @@ fn rule_regex(rule: usize) -> &'static Regex {
     })
 }
 
-/// Rewrites the Perl classes of a pattern (`\w`, `\d`, `\s`, their
-/// negations and `\b`) to their ASCII forms. Tool output names files,
-/// tests and packages in ASCII; Unicode classes would make the compiled
-/// set several times larger (and slower) for nothing. Literal non-ASCII
-/// characters (`✖`, `‘`) are kept as they are.
-fn ascii_classes(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len() + 32);
-    let mut depth = 0usize;
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let Some(n) = chars.next() else {
-                    out.push(c);
-                    break;
-                };
-                let in_class = depth > 0;
-                match (n, in_class) {
-                    ('w', false) => out.push_str("[0-9A-Za-z_]"),
-                    ('w', true) => out.push_str("0-9A-Za-z_"),
-                    ('d', false) => out.push_str("[0-9]"),
-                    ('d', true) => out.push_str("0-9"),
-                    ('s', false) => out.push_str(r"[\t\n\x0B\x0C\r ]"),
-                    ('s', true) => out.push_str(r"\t\n\x0B\x0C\r "),
-                    ('W', false) => out.push_str("[^0-9A-Za-z_]"),
-                    ('D', false) => out.push_str("[^0-9]"),
-                    ('S', false) => out.push_str(r"[^\t\n\x0B\x0C\r ]"),
-                    ('b', false) => out.push_str(r"(?-u:\b)"),
-                    _ => {
-                        out.push('\\');
-                        out.push(n);
-                    }
-                }
-            }
-            '[' if depth > 0 && chars.peek() == Some(&':') => {
-                // A POSIX class (`[:alpha:]`): copied through its `:]`.
-                out.push(c);
-                let mut prev = c;
-                for n in chars.by_ref() {
-                    out.push(n);
-                    if prev == ':' && n == ']' {
-                        break;
-                    }
-                    prev = n;
-                }
-            }
-            '[' => {
-                depth += 1;
-                out.push(c);
-                if chars.peek() == Some(&'^') {
-                    out.push('^');
-                    chars.next();
-                }
-                if chars.peek() == Some(&']') {
-                    out.push(']');
-                    chars.next();
-                }
-            }
-            ']' if depth > 0 => {
-                depth -= 1;
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-static VENDORED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(rules::VENDORED).expect("built-in pattern compiles"));
+static VENDORED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&ascii_classes(rules::VENDORED)).expect("built-in pattern compiles")
+});
 
 /// A matched line with its captures, before aggregation.
 struct Hit {
@@ -335,14 +271,14 @@ pub fn diagnose_text(text: &str) -> Diagnosis {
 /// Uncaught error types: an "assertion" or "expectation" that reports one
 /// of these is a crash the runner caught, not a failed expectation.
 static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:TypeError|ReferenceError|NameError|NoMethodError|AttributeError|NullPointerException|NullReferenceException|LocalJumpError|undefined method|is not a function|is not defined|Cannot read propert(?:y|ies) of (?:undefined|null))\b")
+    Regex::new(&ascii_classes(r"\b(?:TypeError|ReferenceError|NameError|NoMethodError|AttributeError|NullPointerException|NullReferenceException|LocalJumpError|undefined method|is not a function|is not defined|Cannot read propert(?:y|ies) of (?:undefined|null))\b"))
         .expect("built-in pattern compiles")
 });
 
 /// An HTTP 404 says the thing asked for does not exist: whatever fetched
 /// it, that is not the network failing.
 static NOT_FOUND_404: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b404\b").expect("built-in pattern compiles"));
+    LazyLock::new(|| Regex::new(&ascii_classes(r"\b404\b")).expect("built-in pattern compiles"));
 
 fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     let matched = matches_of(text);

@@ -150,6 +150,40 @@ pub fn excerpt_reader<R: BufRead>(mut reader: R, opts: &ExcerptOptions) -> io::R
     Ok(state.finish())
 }
 
+/// The last `n` lines of a log read from `reader` (each cut at
+/// `max_line_bytes`, like the excerpt's), streamed: memory is bounded by
+/// `n × max_line_bytes` whatever the log, one 100 MB line included.
+pub fn tail_reader<R: BufRead>(
+    mut reader: R,
+    n: usize,
+    max_line_bytes: usize,
+) -> io::Result<Excerpt> {
+    let mut ring = std::collections::VecDeque::with_capacity(n + 1);
+    let (mut total_lines, mut total_bytes) = (0u64, 0u64);
+    let mut buf = Vec::with_capacity(256);
+    while let Some(len) = read_line(&mut reader, &mut buf, max_line_bytes.max(1))? {
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        total_lines += 1;
+        total_bytes += len;
+        ring.push_back(ExcerptLine {
+            line_no: total_lines,
+            text: String::from_utf8_lossy(&buf).into_owned(),
+            score: 0.0,
+        });
+        if ring.len() > n {
+            ring.pop_front();
+        }
+    }
+    Ok(Excerpt {
+        lines: ring.into(),
+        total_lines,
+        total_bytes,
+        ..Excerpt::default()
+    })
+}
+
 /// Reads one line into `buf` (at most `max` bytes kept, the rest consumed,
 /// the `\n` dropped). Returns the line's full length in bytes, or `None` at
 /// the end of input.
@@ -187,6 +221,18 @@ mod tests {
     use std::io::{Cursor, Read, Write};
 
     use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_lines_cut_to_the_line_cap() {
+        let mut log = b"first\n".to_vec();
+        log.extend(std::iter::repeat_n(b'x', 1_000_000));
+        log.extend(b"\nsecond\r\nthird");
+        let t = tail_reader(Cursor::new(log.clone()), 3, 100).unwrap();
+        assert_eq!(t.total_lines, 4);
+        assert_eq!(t.total_bytes, log.len() as u64);
+        let texts: Vec<_> = t.lines.iter().map(|l| (l.line_no, l.text.len())).collect();
+        assert_eq!(texts, vec![(2, 100), (3, 6), (4, 5)]);
+    }
 
     fn run(log: &str) -> Excerpt {
         excerpt_reader(

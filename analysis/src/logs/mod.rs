@@ -21,5 +21,7 @@ mod window;
 
 pub use baseline::Baseline;
 pub use clean::clean_line;
-pub use excerpt::{Excerpt, ExcerptLine, ExcerptOptions, excerpt_file, excerpt_reader};
+pub use excerpt::{
+    Excerpt, ExcerptLine, ExcerptOptions, excerpt_file, excerpt_reader, tail_reader,
+};
 pub use fingerprint::{fingerprint, normalize};

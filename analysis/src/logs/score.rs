@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 
 use super::clean::LineTag;
+use crate::text::ascii_classes;
 
 /// What the excerpt needs to know about one line.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -54,8 +55,13 @@ pub enum Footer {
 /// Score at which a line starts a candidate window.
 pub const ANCHOR: f32 = 2.0;
 
+/// A built-in pattern, compiled with ASCII classes ([`ascii_classes`]).
 fn re(p: &str) -> Regex {
-    Regex::new(p).expect("valid built-in regex")
+    Regex::new(&ascii_classes(p)).expect("valid built-in regex")
+}
+
+fn set<'a>(patterns: impl Iterator<Item = &'a str>) -> RegexSet {
+    RegexSet::new(patterns.map(ascii_classes)).expect("valid built-in regex")
 }
 
 /// Rules: (pattern, weight). The weights of all matching rules add up; only
@@ -117,8 +123,7 @@ const RULES: &[(&str, f32)] = &[
 ];
 
 /// All rules, matched in one pass.
-static RULE_SET: LazyLock<RegexSet> =
-    LazyLock::new(|| RegexSet::new(RULES.iter().map(|r| r.0)).expect("valid built-in regex"));
+static RULE_SET: LazyLock<RegexSet> = LazyLock::new(|| set(RULES.iter().map(|r| r.0)));
 
 /// Line classes recognised next to the rules, in the order of [`FLAGS`].
 #[derive(Clone, Copy)]
@@ -149,7 +154,7 @@ const FLAGS: [(Flag, &str); 9] = [
 /// The rules followed by the line classes: one pass finds all of them.
 static ALL: LazyLock<RegexSet> = LazyLock::new(|| {
     let patterns = RULES.iter().map(|r| r.0).chain(FLAGS.iter().map(|f| f.1));
-    RegexSet::new(patterns).expect("valid built-in regex")
+    set(patterns)
 });
 
 /// What one pass of [`ALL`] found in a line.
@@ -182,7 +187,7 @@ impl Matched {
 /// (the common case, decided in one cheap pass).
 static GATE: LazyLock<RegexSet> = LazyLock::new(|| {
     let positive = RULES.iter().filter(|r| r.1 > 0.0).map(|r| r.0);
-    RegexSet::new(positive).expect("valid built-in regex")
+    set(positive)
 });
 
 const FOOTER_RE: &str = r#"(?i)^the command ".*" (?:failed and )?exited with (\d+)|^the command ".*" failed\. retrying, \d+ of \d+|process completed with exit code (\d+)|script returned exit code (\d+)|^finished: (failure|success)|build step .* marked build as failure"#;
