@@ -173,6 +173,56 @@ pub struct Chaos {
     pub tool_delay: Option<Duration>,
 }
 
+/// The `user:password@` part of a URL (`scheme://userinfo@host/…`), as a
+/// byte range of `url`, if it has one.
+fn userinfo(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://")? + 3;
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    let at = url[start..authority_end].rfind('@')? + start;
+    Some(start..at)
+}
+
+/// `url` with any password replaced by `***`, for logs and error messages:
+/// `redis://:hunter2@h:6379` → `redis://:***@h:6379` (issue 14). Only the
+/// URLs that must carry a password (`DATABASE_URL`, `REDIS_URL`) need it;
+/// the others refuse credentials ([`no_credentials`]).
+pub fn redact_url(url: &str) -> String {
+    match userinfo(url) {
+        Some(range) => {
+            let user = match url[range.clone()].split_once(':') {
+                Some((user, _)) => format!("{user}:***"),
+                None => url[range.clone()].to_string(),
+            };
+            format!("{}{user}{}", &url[..range.start], &url[range.end..])
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Refuses a URL with credentials in it (`https://user:token@host/`): they
+/// would show wherever the URL is shown (start-up log, `log_fetches`, the
+/// journal, the model's prompt, the trace API). Each service has its own
+/// variables for credentials. The error shows the URL without them.
+pub fn no_credentials(name: &'static str, url: &str) -> Result<(), ConfigError> {
+    match userinfo(url) {
+        Some(range) => Err(ConfigError {
+            name,
+            value: format!("{}***{}", &url[..range.start], &url[range.end..]),
+            reason: format!(
+                "must not carry credentials (user:password@); {}",
+                match name {
+                    "JENKINS_URL" => "set JENKINS_USER and JENKINS_API_TOKEN",
+                    "GITHUB_API_URL" => "set GITHUB_TOKEN",
+                    _ => "put the secret in its own variable",
+                }
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A setting that could not be parsed.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid value {value:?} for {name}: {reason}")]
@@ -402,6 +452,30 @@ mod tests {
     fn secrets_do_not_print() {
         let s = settings(&[("DATABASE_URL", "postgres://u:hunter2@h/db")]).unwrap();
         assert!(!format!("{s:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn passwords_in_urls_are_redacted_or_refused() {
+        assert_eq!(
+            redact_url("redis://default:hunter2@cache:6379/0"),
+            "redis://default:***@cache:6379/0"
+        );
+        assert_eq!(
+            redact_url("rediss://:p@ss:w0rd@cache/0?x=@"),
+            "rediss://:***@cache/0?x=@"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
+        assert_eq!(redact_url("not a url"), "not a url");
+        let err = no_credentials("JENKINS_URL", "https://bot:s3cret@ci.example.com/").unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("bot"),
+            "{shown}"
+        );
+        assert!(shown.contains("JENKINS_API_TOKEN"), "{shown}");
+        assert!(no_credentials("GITHUB_API_URL", "https://api.github.com/x@y").is_ok());
+        assert!(no_credentials("NOTIFY_WEBHOOK_URL", "https://token@hooks.example/").is_err());
     }
 
     #[test]

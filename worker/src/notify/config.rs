@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use faultline_shared::config::{ConfigError, Secret, parse_duration};
+use faultline_shared::config::{ConfigError, Secret, no_credentials, parse_duration};
 
 #[derive(Debug, Clone)]
 pub struct NotifyConfig {
@@ -50,6 +50,9 @@ impl NotifyConfig {
             let v = get(name).unwrap_or_else(|| default.to_string());
             parse_duration(&v).map_err(|e| bad(name, &v, &e))
         };
+        if let Some(url) = get("NOTIFY_WEBHOOK_URL") {
+            no_credentials("NOTIFY_WEBHOOK_URL", &url)?;
+        }
         let webhook = match (get("NOTIFY_WEBHOOK_URL"), get("NOTIFY_WEBHOOK_SECRET")) {
             (None, _) => None,
             (Some(url), _) if !(url.starts_with("http://") || url.starts_with("https://")) => {
@@ -64,10 +67,14 @@ impl NotifyConfig {
             }
             (Some(url), Some(secret)) => Some((url, Secret::new(secret))),
         };
-        let github = get("GITHUB_TOKEN").map(|token| {
-            let api = get("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
-            (api.trim_end_matches('/').to_string(), Secret::new(token))
-        });
+        let github = match get("GITHUB_TOKEN") {
+            None => None,
+            Some(token) => {
+                let api = get("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+                no_credentials("GITHUB_API_URL", &api)?;
+                Some((api.trim_end_matches('/').to_string(), Secret::new(token)))
+            }
+        };
         if webhook.is_none() && github.is_none() {
             return Ok(None);
         }
@@ -145,5 +152,32 @@ mod tests {
         assert!(!shown.contains("hunter"), "{shown}");
         let err = config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_MAX_ATTEMPTS", "0")]).unwrap_err();
         assert_eq!(err.name, "NOTIFY_MAX_ATTEMPTS");
+    }
+
+    #[test]
+    fn urls_with_credentials_are_refused_without_showing_them() {
+        for (name, pairs) in [
+            (
+                "NOTIFY_WEBHOOK_URL",
+                [
+                    ("NOTIFY_WEBHOOK_URL", "https://u:hunter2@hooks.example/x"),
+                    ("NOTIFY_WEBHOOK_SECRET", "s"),
+                ],
+            ),
+            (
+                "GITHUB_API_URL",
+                [
+                    ("GITHUB_TOKEN", "t"),
+                    (
+                        "GITHUB_API_URL",
+                        "https://x-access-token:hunter2@ghe.example/api/v3",
+                    ),
+                ],
+            ),
+        ] {
+            let err = config(&pairs).unwrap_err();
+            assert_eq!(err.name, name);
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
     }
 }

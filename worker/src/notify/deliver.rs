@@ -111,8 +111,9 @@ pub async fn github_check_run(
             "summary": summary,
         },
     });
+    let url = check_runs_url(api, repository)?;
     let resp = http
-        .post(format!("{api}/repos/{repository}/check-runs"))
+        .post(url)
         .bearer_auth(token.expose())
         .header("accept", "application/vnd.github+json")
         .header("x-github-api-version", "2022-11-28")
@@ -122,6 +123,22 @@ pub async fn github_check_run(
         .await
         .map_err(|e| format!("github: {e}"))?;
     check(resp, "github").await
+}
+
+/// `{api}/repos/{owner}/{name}/check-runs`, each segment percent-encoded:
+/// a stored repository name that is not exactly `owner/name` (issue 14:
+/// `octo/repo/../../../user/repos`) reaches no other API path.
+fn check_runs_url(api: &str, repository: &str) -> Result<reqwest::Url, String> {
+    let (owner, name) = crate::sources::github::full_name(repository).ok_or_else(|| {
+        format!("github: repository {repository:?} is not owner/name, so no check run is created")
+    })?;
+    let mut url =
+        reqwest::Url::parse(api).map_err(|e| format!("github: GITHUB_API_URL {api:?}: {e}"))?;
+    url.path_segments_mut()
+        .map_err(|()| format!("github: GITHUB_API_URL {api:?} is not an http(s) URL"))?
+        .pop_if_empty()
+        .extend(["repos", &owner, &name, "check-runs"]);
+    Ok(url)
 }
 
 async fn check(resp: reqwest::Response, target: &str) -> Result<(), String> {
@@ -137,6 +154,26 @@ async fn check(resp: reqwest::Response, target: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_runs_stay_under_the_repository() {
+        assert_eq!(
+            check_runs_url("https://ghe.example.com/api/v3/", "octo-org/ledger-api")
+                .unwrap()
+                .as_str(),
+            "https://ghe.example.com/api/v3/repos/octo-org/ledger-api/check-runs"
+        );
+        for bad in [
+            "octo/repo/../../../user/repos",
+            "octo/repo/x",
+            "octo/..",
+            "octo/repo?x=1",
+            "octo",
+        ] {
+            let err = check_runs_url("https://api.github.com", bad).unwrap_err();
+            assert!(err.contains("is not owner/name"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn the_signature_is_hmac_sha256_of_the_body() {

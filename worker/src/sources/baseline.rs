@@ -175,7 +175,7 @@ impl LogFetcher {
                 let gh = self.github.as_deref().ok_or_else(|| {
                     Miss::None("GITHUB_TOKEN is not set, so the worker cannot fetch it".into())
                 })?;
-                let repo = github::parse_repo(repo)
+                let repo = github::full_name(repo)
                     .ok_or_else(|| Miss::None(format!("{repo:?} is not a repository")))?;
                 let branch = branch
                     .as_deref()

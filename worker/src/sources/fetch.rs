@@ -186,7 +186,7 @@ impl LogFetcher {
                 "GITHUB_TOKEN is not set, so the worker cannot fetch GitHub Actions logs".into(),
             )
         })?;
-        let repo = github::parse_repo(repo).ok_or_else(|| {
+        let repo = github::full_name(repo).ok_or_else(|| {
             FetchError::Unavailable(format!("{repo:?} is not an owner/name repository"))
         })?;
         Ok((gh, repo))

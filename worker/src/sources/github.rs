@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use faultline_shared::config::{ConfigError, Secret};
+use faultline_shared::config::{self, ConfigError, Secret};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -40,6 +40,7 @@ impl GithubConfig {
             return Ok(None);
         };
         let api_url = get("GITHUB_API_URL").unwrap_or_else(|| DEFAULT_API_URL.into());
+        config::no_credentials("GITHUB_API_URL", &api_url)?;
         Url::parse(&api_url).map_err(|e| ConfigError {
             name: "GITHUB_API_URL",
             value: api_url.clone(),
@@ -64,8 +65,14 @@ impl GithubConfig {
 
 /// `owner/name` of a repository, from `owner/name` or a clone URL
 /// (`https://github.com/owner/name.git`, `git@github.com:owner/name.git`).
+/// Text with a dot segment anywhere (`octo/repo/../../../user/repos`) names
+/// no repository: taking its last two segments would name another one.
 pub fn parse_repo(text: &str) -> Option<(String, String)> {
     let t = text.trim().trim_end_matches('/');
+    if t.split(['/', ':', '\\']).any(|s| s == "." || s == "..") || t.contains(['%', '?', '#', '\\'])
+    {
+        return None;
+    }
     let t = t.strip_suffix(".git").unwrap_or(t);
     let t = t.rsplit_once(':').map_or(t, |(head, tail)| {
         // `git@host:owner/name`, but not the scheme of `https://…`.
@@ -82,6 +89,17 @@ pub fn parse_repo(text: &str) -> Option<(String, String)> {
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     };
     (ok(owner) && ok(name)).then(|| (owner.to_string(), name.to_string()))
+}
+
+/// Exactly `owner/name`, as a webhook's `repository.full_name` is: the
+/// repository every API call for a GitHub event is built from (issue 14).
+/// Anything longer, a clone URL included, is refused.
+pub fn full_name(text: &str) -> Option<(String, String)> {
+    let (owner, name) = text.split_once('/')?;
+    if name.contains('/') {
+        return None;
+    }
+    parse_repo(text).filter(|(o, n)| o == owner && n == name)
 }
 
 /// A file path inside a repository, checked so it cannot climb out of the
@@ -510,6 +528,18 @@ mod tests {
         assert_eq!(parse_repo("ledger-api"), None);
         assert_eq!(parse_repo("octo org/x"), None);
         assert_eq!(parse_repo("../x"), None);
+        // Issue 14: the last two segments of a climbing path are not its repository.
+        assert_eq!(parse_repo("octo/repo/../../../user/repos"), None);
+        assert_eq!(parse_repo("https://github.com/octo/repo/../x/y.git"), None);
+        assert_eq!(parse_repo("octo/repo%2F..%2Fx"), None);
+        assert_eq!(full_name("octo-org/ledger-api"), want);
+        assert_eq!(full_name("octo/repo/../../../user/repos"), None);
+        assert_eq!(
+            full_name("https://github.com/octo-org/ledger-api.git"),
+            None
+        );
+        assert_eq!(full_name("a/b/c"), None);
+        assert_eq!(full_name("ledger-api"), None);
     }
 
     #[test]

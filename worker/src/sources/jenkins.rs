@@ -5,11 +5,14 @@
 
 use std::{collections::VecDeque, time::Duration};
 
-use faultline_shared::config::{ConfigError, Secret};
+use faultline_shared::config::{self, ConfigError, Secret};
 use reqwest::{Response, Url};
 use sqlx::PgPool;
 
-use super::{ApiError, Gate, now_epoch, parse_num, read_at_most, send_error, status_error};
+use super::{
+    ApiError, Gate, jenkins_path::JobPath, now_epoch, parse_num, read_at_most, send_error,
+    status_error,
+};
 use crate::http;
 
 const SERVICE: &str = "Jenkins";
@@ -33,6 +36,7 @@ impl JenkinsConfig {
         let Some(raw) = get("JENKINS_URL") else {
             return Ok(None);
         };
+        config::no_credentials("JENKINS_URL", raw.trim())?;
         let mut url = Url::parse(raw.trim()).map_err(|e| ConfigError {
             name: "JENKINS_URL",
             value: raw.clone(),
@@ -95,89 +99,34 @@ impl JenkinsClient {
 
     /// `…/job/a/job/b/<build>/consoleText` for job `a/b` (folders).
     pub fn console_url(&self, job: &str, build: u64) -> Result<Url, String> {
-        let segments: Vec<&str> = job.trim_matches('/').split('/').collect();
-        if segments
-            .iter()
-            .any(|s| s.is_empty() || *s == "." || *s == "..")
-        {
-            return Err(format!("job {job:?} is not a Jenkins job name"));
+        if build == 0 {
+            return Err("build numbers start at 1".into());
         }
-        let mut url = self.cfg.url.clone();
-        {
-            let mut path = url.path_segments_mut().expect("http URL");
-            path.pop_if_empty();
-            for s in segments {
-                path.extend(["job", s]);
-            }
-            path.extend([build.to_string().as_str(), "consoleText"]);
-        }
-        Ok(url)
+        Ok(JobPath::from_names(job)?.console_url(&self.cfg.url, build))
     }
 
-    /// The console URL a notification named, moved under `JENKINS_URL`: the
-    /// credentials only ever go to the configured Jenkins, whatever host the
-    /// payload says (Jenkins' public root URL often differs from the one the
-    /// worker reaches).
+    /// The console of the build a notification named (its `full_url`, or
+    /// that URL + `consoleText`): only the job path and the build number
+    /// are taken from it, checked, and the URL is rebuilt under
+    /// `JENKINS_URL` ([`JobPath`]). The credentials only ever go to the
+    /// configured Jenkins, and only for a build's console, whatever host,
+    /// path, query or fragment the payload says (Jenkins' public root URL
+    /// often differs from the one the worker reaches).
     pub fn resolve(&self, console_url: &str) -> Result<Url, String> {
-        if console_url.starts_with(self.cfg.url.as_str()) {
-            return Url::parse(console_url)
-                .map_err(|e| format!("console URL {console_url:?}: {e}"));
-        }
-        let url =
-            Url::parse(console_url).map_err(|e| format!("console URL {console_url:?}: {e}"))?;
-        let path = url.path();
-        let Some(at) = path.find("/job/") else {
-            return Err(format!(
-                "console URL {console_url:?} is not a job URL under JENKINS_URL"
-            ));
-        };
-        self.cfg
-            .url
-            .join(&path[at + 1..])
-            .map_err(|e| format!("console URL {console_url:?}: {e}"))
+        let (job, build) = JobPath::from_build_url(console_url)?;
+        Ok(job.console_url(&self.cfg.url, build))
     }
 
     /// `…/job/<name>/lastSuccessfulBuild/consoleText` of the job a
     /// notification named (`job_url`: its absolute or relative URL, else
     /// the job's name), under `JENKINS_URL` like [`Self::resolve`].
     pub fn last_success_url(&self, job_url: &str) -> Result<Url, String> {
-        let at = match job_url.strip_prefix("job/") {
-            Some(_) => Some(0),
-            None => job_url.find("/job/").map(|at| at + 1),
+        let job = if job_url.starts_with("job/") || job_url.contains("/job/") {
+            JobPath::from_job_url(job_url)?
+        } else {
+            JobPath::from_names(job_url)?
         };
-        let path = match at {
-            Some(at) => job_url[at..].trim_end_matches('/').to_string(),
-            None => {
-                let segments: Vec<&str> = job_url.trim_matches('/').split('/').collect();
-                if segments
-                    .iter()
-                    .any(|s| s.is_empty() || *s == "." || *s == "..")
-                {
-                    return Err(format!("job {job_url:?} is not a Jenkins job"));
-                }
-                segments
-                    .iter()
-                    .map(|s| format!("job/{s}"))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            }
-        };
-        if path.split('/').any(|s| s == "." || s == "..") || path.contains(['?', '#']) {
-            return Err(format!("job {job_url:?} is not a Jenkins job URL"));
-        }
-        let url = self
-            .cfg
-            .url
-            .join(&format!("{path}/lastSuccessfulBuild/consoleText"))
-            .map_err(|e| format!("job URL {job_url:?}: {e}"))?;
-        // `%2e%2e` segments are dot segments to the URL parser: whatever
-        // the name, the credentials only go under JENKINS_URL.
-        let mut base = self.cfg.url.as_str().trim_end_matches('/').to_string();
-        base.push('/');
-        if !url.as_str().starts_with(&base) {
-            return Err(format!("job {job_url:?} leaves JENKINS_URL"));
-        }
-        Ok(url)
+        Ok(job.url(&self.cfg.url, &["lastSuccessfulBuild", "consoleText"]))
     }
 
     /// Opens a console log; the body is left to stream.

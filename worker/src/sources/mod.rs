@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod fetch;
 pub mod github;
 pub mod jenkins;
+pub mod jenkins_path;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
