@@ -58,7 +58,8 @@ pub enum QueueError {
 #[derive(Debug, Clone)]
 pub enum Broker {
     Postgres,
-    Redis(redis::RedisBroker),
+    /// Boxed: a connection manager and two queue configurations.
+    Redis(Box<redis::RedisBroker>),
 }
 
 static BROKER: OnceLock<Broker> = OnceLock::new();
@@ -71,10 +72,10 @@ pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError>
     }
     let broker = match settings.queue_backend {
         QueueBackend::Postgres => Broker::Postgres,
-        QueueBackend::Redis => Broker::Redis(
+        QueueBackend::Redis => Broker::Redis(Box::new(
             redis::RedisBroker::connect(settings.redis_url.expose(), &settings.redis_namespace)
                 .await?,
-        ),
+        )),
     };
     Ok(BROKER.get_or_init(|| broker))
 }

@@ -290,3 +290,114 @@ async fn a_task_in_no_list_is_pushed_again() {
     assert_eq!(live_tasks(&ns).await, 1);
     wipe(&ns).await;
 }
+
+/// Issue 14, finding 5: a task that is not JSON and a task without
+/// metadata, written straight into the live queue while a worker runs, are
+/// dead-lettered with their reasons; the consumer does not stall, and a
+/// live run queued behind them completes in seconds.
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let w = db.worker("w", &refs(&env));
+    // The worker's consumers are registered before the bad tasks land.
+    let queue = format!("{ns}-steps-live");
+    faultline_tests::wait_until(Duration::from_secs(30), || async {
+        let mut conn = redis_conn().await;
+        let workers: i64 = redis::cmd("ZCARD")
+            .arg(format!("{queue}:workers"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        (workers > 0).then_some(())
+    })
+    .await;
+    let mut conn = redis_conn().await;
+    // Task ids as apalis makes them (ULIDs).
+    let step = faultline_shared::types::StepTask {
+        run_id: uuid::Uuid::nil(),
+        iteration: 1,
+        attempt: 0,
+    };
+    let not_json = faultline_shared::queue::step_job(&step).0;
+    let no_meta = faultline_shared::queue::step_job(&step).0;
+    let _: () = redis::pipe()
+        .hset(format!("{queue}:data"), &not_json, "{\"run_id\": oops")
+        .hset_multiple(
+            format!("{queue}:meta:{not_json}"),
+            &[
+                ("attempts", "0"),
+                ("max_attempts", "3"),
+                ("status", "Pending"),
+            ],
+        )
+        .hset(
+            format!("{queue}:data"),
+            &no_meta,
+            r#"{"run_id":"00000000-0000-0000-0000-000000000000","iteration":1,"attempt":0}"#,
+        )
+        .rpush(format!("{queue}:active"), &not_json)
+        .rpush(format!("{queue}:active"), &no_meta)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let took = started.elapsed();
+    assert!(
+        status == "completed" || status == "needs_review",
+        "{status}\n{}",
+        w.stderr()
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "the live run took {took:?} behind two malformed tasks\n{}",
+        w.stderr()
+    );
+    // The handler dead-letters the undecodable task next to the live run.
+    // (A deadline loop like `wait_until`'s, to show the worker's log on failure.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let dead: Vec<String> = loop {
+        let dead: Vec<String> = redis::cmd("LRANGE")
+            .arg(format!("{ns}-steps-dead-letter"))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if dead.len() >= 2 || std::time::Instant::now() > deadline {
+            break dead;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    let reasons: Vec<serde_json::Value> = dead
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not a step task")),
+        "{dead:?}\n{}",
+        w.stderr()
+    );
+    assert!(
+        reasons.iter().any(|r| r["id"] == no_meta.as_str()
+            && r["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("attempts missing")),
+        "{dead:?}"
+    );
+    assert!(
+        w.stderr().contains("malformed step task dead-lettered"),
+        "{}",
+        w.stderr()
+    );
+    eprintln!("live run behind two malformed tasks: {took:?}");
+    drop(w);
+    wipe(&ns).await;
+}

@@ -11,7 +11,10 @@ use apalis_postgres::{Config, PostgresStorage, Pubsub};
 use apalis_redis::RedisStorage;
 use faultline_shared::{
     StepTask,
-    queue::{self, Broker, STEP_QUEUE, redis::RedisBroker},
+    queue::{
+        self, Broker, STEP_QUEUE,
+        redis::{RedisBroker, RedisStep, StepCodec},
+    },
     storage::{
         runs::{self, Backoff},
         tasks,
@@ -61,6 +64,47 @@ async fn handle(
     }
 }
 
+/// The Redis consumer's handler: a task decoded on its own; one that is not
+/// a step is dead-lettered with its reason and acknowledged (issue 14), so
+/// it neither fails the consumer nor comes back.
+async fn handle_redis(
+    task: RedisStep,
+    engine: Data<Arc<Engine>>,
+    wake: Data<LocalWake>,
+    config: Data<apalis_redis::Config>,
+) -> Result<(), BoxDynError> {
+    match task {
+        RedisStep::Step(step) => handle(step, engine, wake).await,
+        RedisStep::Malformed { reason, data } => {
+            warn!(queue = config.queue.as_ref(), %reason, bytes = data.len(),
+                "malformed step task dead-lettered");
+            if let Broker::Redis(redis) = queue::broker()
+                && let Err(e) = redis.dead_letter(&config, &reason, &data).await
+            {
+                warn!(error = %e, "recording the dead letter failed");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Dead-letters the Redis tasks a fetch could not read (bad metadata);
+/// returns how many.
+async fn quarantine(redis: &RedisBroker) -> usize {
+    match redis.quarantine().await {
+        Ok(found) => {
+            for (queue, id, reason) in &found {
+                warn!(%queue, task_id = %id, %reason, "malformed step task dead-lettered");
+            }
+            found.len()
+        }
+        Err(e) => {
+            warn!(error = %e, "checking Redis for malformed tasks failed");
+            0
+        }
+    }
+}
+
 /// Runs the consumer until `shutdown` flips, rebuilding it after errors
 /// (a lost database connection ends an apalis stream).
 pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
@@ -77,6 +121,15 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
             Err(e) => {
                 if *shutdown.borrow() {
                     break;
+                }
+                // A task apalis could not read fails the whole fetch: once
+                // it is dead-lettered, the consumer goes on at once.
+                if let Broker::Redis(redis) = queue::broker()
+                    && quarantine(redis).await > 0
+                {
+                    warn!(error = %e, "step consumer failed on a malformed task; restarting");
+                    delay = Duration::from_millis(500);
+                    continue;
                 }
                 warn!(error = %e, "step consumer failed; restarting in {delay:?}");
             }
@@ -142,22 +195,25 @@ async fn consume_redis(
     shutdown: &watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
     let settings = &engine.settings;
+    quarantine(redis).await;
     let consumer = |config: &apalis_redis::Config, concurrency: usize, kind: &str| {
         let config = config
             .clone()
             .batch_size(concurrency)
             .heartbeat_interval(settings.queue_heartbeat)
             .missed_heartbeats(2);
-        let backend = RedisStorage::<StepTask>::new(redis.connection())
-            .with_config(config)
+        let backend = RedisStorage::<RedisStep>::new(redis.connection())
+            .with_config(config.clone())
+            .with_codec(StepCodec)
             .poll_with_interval(settings.poll_interval);
         WorkerBuilder::new(consumer_name(engine, kind))
             .backend(backend)
             .data(engine.clone())
             .data(LocalWake(None))
+            .data(config)
             .concurrency(concurrency)
             .parallelize(tokio::spawn)
-            .build(handle)
+            .build(handle_redis)
             .run_until(stop_signal(shutdown))
     };
     let live = consumer(redis.live_config(), settings.worker_concurrency, "live");

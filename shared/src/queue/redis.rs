@@ -7,6 +7,15 @@
 //! reconciler racing) queues it once. Redis holds nothing Postgres does not:
 //! [`RedisBroker::ensure_queued`] re-pushes what a FLUSHALL or a restart
 //! without persistence lost.
+//!
+//! `REDIS_URL` carries the connection: `redis://[user:password@]host:port/db`
+//! for Redis AUTH (`redis://:password@…`) or an ACL user, `rediss://…` for
+//! TLS (rustls; the server certificate is checked against the system roots,
+//! `SSL_CERT_FILE` names another CA bundle). A wrong password stops the
+//! process at start; the URL is only ever handed to the client, never logged.
+//! A task that cannot be read is dead-lettered ([`malformed`]).
+
+mod malformed;
 
 use std::{collections::BTreeMap, sync::LazyLock, time::Duration};
 
@@ -16,6 +25,8 @@ use redis::Script;
 
 use super::{PRIORITY_BULK, PRIORITY_LIVE, Pending};
 use crate::storage::tasks::QueueDepth;
+
+pub use self::malformed::{DEAD_LETTER, RedisStep, StepCodec};
 
 /// Suffix of the queue of live analyses (priority ≥ [`PRIORITY_LIVE`]),
 /// after the namespace (`FAULTLINE_REDIS_NAMESPACE`).
@@ -59,6 +70,8 @@ return missing",
 #[derive(Clone)]
 pub struct RedisBroker {
     conn: ConnectionManager,
+    /// `FAULTLINE_REDIS_NAMESPACE`: prefix of every key (dead letters too).
+    namespace: String,
     live: Config,
     bulk: Config,
 }
@@ -79,6 +92,7 @@ impl RedisBroker {
         let base = Config::default().idempotency_ttl(Some(IDEMPOTENCY_TTL));
         Ok(Self {
             conn,
+            namespace: namespace.to_string(),
             live: base.clone().queue(format!("{namespace}-{LIVE_QUEUE}")),
             bulk: base.queue(format!("{namespace}-{BULK_QUEUE}")),
         })
