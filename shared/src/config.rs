@@ -378,6 +378,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !(secs > 0.0 && secs.is_finite()) {
         return Err(format!("{text:?} must be a positive duration"));
     }
+    // Beyond this, a duration overflows `Duration` (a panic) or Postgres' interval.
+    const MAX_SECS: f64 = 100.0 * 365.0 * 86_400.0;
+    if secs > MAX_SECS {
+        return Err(format!("{text:?} is too long (at most 100 years)"));
+    }
     Ok(Duration::from_secs_f64(secs))
 }
 
@@ -493,6 +498,8 @@ mod tests {
         assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert!(parse_duration("99999999999999999999").is_err());
+        assert!(parse_duration("36500d").is_ok() && parse_duration("36501d").is_err());
         assert!(parse_duration("0s").is_err());
         assert!(
             parse_duration("5 weeks")
