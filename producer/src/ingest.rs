@@ -1,6 +1,11 @@
 //! Submitting logs and waiting for their analyses.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    io::{Cursor, Read},
+    path::{Path, PathBuf},
+    pin::Pin,
+    time::Duration,
+};
 
 use anyhow::{Context, bail};
 use faultline_shared::{
@@ -11,9 +16,11 @@ use faultline_shared::{
         runs::{self, FINISHED_CHANNEL, RunRow},
     },
 };
+use flate2::read::MultiGzDecoder;
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, postgres::PgListener};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt};
+use tokio_util::io::StreamReader;
 
 #[derive(clap::Args, Clone)]
 pub struct EnqueueArgs {
@@ -64,9 +71,6 @@ pub async fn enqueue(
         payload: serde_json::json!({"path": path.display().to_string()}),
         ..NewEvent::default()
     };
-    let file = tokio::fs::File::open(path)
-        .await
-        .with_context(|| format!("cannot open {}", path.display()))?;
     let limits = RunLimits {
         max_iterations: settings.max_iterations,
         max_attempts: settings.max_attempts,
@@ -76,9 +80,47 @@ pub async fn enqueue(
             PRIORITY_LIVE
         },
     };
-    events::ingest(pool, &event, tokio::io::BufReader::new(file), limits)
+    let log = open_log(path)
+        .await
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    events::ingest(pool, &event, log, limits)
         .await
         .context("failed to store the event")
+}
+
+/// The log as it is stored: a gzip file (by its magic bytes) is decompressed,
+/// since the worker reads stored logs as text. Decompression runs on a
+/// blocking thread and streams through a small channel (bounded memory); a
+/// corrupt archive fails the ingest instead of storing a truncated log.
+async fn open_log(path: &Path) -> std::io::Result<Pin<Box<dyn AsyncRead + Send>>> {
+    let mut file = tokio::fs::File::open(path).await?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).await?;
+    file.seek(std::io::SeekFrom::Start(0)).await?;
+    if n < 2 || magic != [0x1f, 0x8b] {
+        return Ok(Box::pin(tokio::io::BufReader::new(file)));
+    }
+    let file = file.into_std().await;
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Cursor<Vec<u8>>>>(4);
+    tokio::task::spawn_blocking(move || {
+        let mut gz = MultiGzDecoder::new(std::io::BufReader::new(file));
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let item = match gz.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => Ok(Cursor::new(buf[..n].to_vec())),
+                Err(e) => Err(e),
+            };
+            let failed = item.is_err();
+            if tx.blocking_send(item).is_err() || failed {
+                return;
+            }
+        }
+    });
+    let chunks = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Ok(Box::pin(StreamReader::new(chunks)))
 }
 
 async fn sha256_file(path: &std::path::Path) -> anyhow::Result<String> {

@@ -2,6 +2,15 @@
 //! follow analyses, read traces and the review queue, run the excerpt tool
 //! locally, and serve webhooks and the REST API (`faultline serve`).
 
+/// `println!` that returns an `io::Result` instead of panicking when stdout
+/// is closed (`faultline review list --json | head`): main then exits quietly.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod ingest;
 mod reprocess;
 mod review;
@@ -128,6 +137,8 @@ async fn main() -> ExitCode {
     };
     match run(cli).await {
         Ok(code) => code,
+        // The reader went away (`| head`): like any CLI, stop quietly.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
@@ -161,11 +172,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate => {
             db::migrate(&pool).await?;
             let entries = faultline_shared::storage::knowledge::count(&pool).await?;
-            println!("migrated; knowledge base has {entries} entries");
+            outln!("migrated; knowledge base has {entries} entries")?;
         }
         Command::Enqueue(args) => {
             let ingested = ingest::enqueue(&pool, &settings, &args).await?;
-            println!("{}", ingested.run_id);
+            outln!("{}", ingested.run_id)?;
         }
         Command::Analyze {
             enqueue,
@@ -201,7 +212,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             kb::validate(&entries).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let n = faultline_shared::storage::knowledge::upsert_entries(&pool, &entries, "file")
                 .await?;
-            println!("loaded {n} entries from {}", file.display());
+            outln!("loaded {n} entries from {}", file.display())?;
         }
         Command::Token { command } => token::run(&pool, command).await?,
         Command::Reprocess(args) => reprocess::run(&pool, &settings, args).await?,
@@ -210,6 +221,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// True when `e` comes from writing to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        let kind = cause
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| cause.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// This host's name (the container's, under Docker or Kubernetes).
@@ -229,22 +251,26 @@ fn diagnose(file: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("failed to read {}", file.display()))?;
     let d = faultline_shared::diagnose::diagnose(&excerpt);
     if json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        outln!("{}", serde_json::to_string_pretty(&d)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "category:   {}   confidence {:.2}",
-        d.category, d.confidence
-    );
-    println!("decided by: {}", d.decided_by);
+        d.category,
+        d.confidence
+    )?;
+    outln!("decided by: {}", d.decided_by)?;
     if let Some(facts) = d.facts.sentence() {
-        println!("specifics:  {facts}");
+        outln!("specifics:  {facts}")?;
     }
     for f in &d.findings {
-        println!(
+        outln!(
             "  {:>6}  {:<28} {:.2}  {}",
-            f.line_no, f.rule, f.weight, f.line
-        );
+            f.line_no,
+            f.rule,
+            f.weight,
+            f.line
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

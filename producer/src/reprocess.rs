@@ -189,14 +189,14 @@ pub async fn run(pool: &PgPool, settings: &Settings, args: ReprocessArgs) -> any
             None => 0,
         };
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 json!({"dry_run": true, "would_enqueue": todo, "already_enqueued": done})
-            );
+            )?;
         } else {
-            println!(
+            outln!(
                 "dry run: would enqueue {todo} re-analyses ({done} already enqueued by an earlier run of this batch); nothing was created"
-            );
+            )?;
         }
         return Ok(());
     }
@@ -230,15 +230,15 @@ pub async fn run(pool: &PgPool, settings: &Settings, args: ReprocessArgs) -> any
     bar.finish_and_clear();
     let total = reprocess::enqueued(pool, batch.id).await?;
     if args.json && !args.wait {
-        println!(
+        outln!(
             "{}",
             json!({"batch": batch.id, "created": added, "total": total})
-        );
+        )?;
     } else if !args.json {
-        println!(
+        outln!(
             "batch {}: enqueued {added} new re-analyses ({total} in the batch)",
             batch.id
-        );
+        )?;
     }
     if args.wait {
         wait(pool, &batch, total, timeout).await?;
@@ -329,20 +329,22 @@ async fn print_summary(pool: &PgPool, batch: &Batch, as_json: bool) -> anyhow::R
             "by_outcome": by_outcome,
             "groups": groups,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "batch {}  {} .. {}  {finished}/{total} finished, {changed_total} verdict(s) changed",
-        batch.id, batch.since, batch.until
-    );
-    println!("  by previous category (runs, changed):");
+        batch.id,
+        batch.since,
+        batch.until
+    )?;
+    outln!("  by previous category (runs, changed):")?;
     for (c, (n, ch)) in &by_category {
-        println!("    {c:<18} {n:>6} {ch:>6}");
+        outln!("    {c:<18} {n:>6} {ch:>6}")?;
     }
-    println!("  by outcome (previous -> new):");
+    outln!("  by outcome (previous -> new):")?;
     for (k, n) in &by_outcome {
-        println!("    {k:<28} {n:>6}");
+        outln!("    {k:<28} {n:>6}")?;
     }
     Ok(())
 }

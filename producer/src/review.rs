@@ -160,16 +160,16 @@ pub async fn run(pool: &PgPool, settings: &Settings, command: ReviewCommand) -> 
                     .context("no open review item matches")?,
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&row)?);
+                outln!("{}", serde_json::to_string_pretty(&row)?)?;
             } else {
-                println!(
+                outln!(
                     "claimed {} (run {}) until {}",
                     row.id,
                     row.run_id,
                     row.claim_expires_at
                         .map(|t| t.to_rfc3339())
                         .unwrap_or_default()
-                );
+                )?;
             }
         }
         ReviewCommand::Resolve {
@@ -191,26 +191,26 @@ pub async fn run(pool: &PgPool, settings: &Settings, command: ReviewCommand) -> 
             };
             let resolved = resolution::resolve(pool, item, &who.actor()?, &decision).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&resolved)?);
+                outln!("{}", serde_json::to_string_pretty(&resolved)?)?;
             } else {
                 let r = resolved.item.resolution.clone().unwrap_or_default();
-                println!(
+                outln!(
                     "resolved {}: {} — {}",
                     item,
                     r["category"].as_str().unwrap_or("?"),
                     r["root_cause"].as_str().unwrap_or("")
-                );
+                )?;
                 match resolved.library_id {
-                    Some(_) => println!("  the error library now answers this fingerprint"),
-                    None => println!(
+                    Some(_) => outln!("  the error library now answers this fingerprint")?,
+                    None => outln!(
                         "  (the run has no fingerprint: nothing added to the error library)"
-                    ),
+                    )?,
                 }
             }
         }
         ReviewCommand::Dismiss { item, comment, who } => {
             resolution::dismiss(pool, item, &who.actor()?, comment.as_deref()).await?;
-            println!("dismissed {item}");
+            outln!("dismissed {item}")?;
         }
         ReviewCommand::Show { item, json } => show(pool, item, json).await?,
     }
@@ -227,27 +227,29 @@ async fn show(pool: &PgPool, id: Uuid, as_json: bool) -> anyhow::Result<()> {
     let audit = review::audit(pool, id).await?;
     if as_json {
         let out = json!({"item": item, "result": run.and_then(|r| r.result), "audit": audit});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "review item {}  {}  (run {})",
-        item.id, item.status, item.run_id
-    );
-    println!("  reason:     {}", item.reason);
+        item.id,
+        item.status,
+        item.run_id
+    )?;
+    outln!("  reason:     {}", item.reason)?;
     if let Some(result) = run.and_then(|r| r.result) {
-        println!(
+        outln!(
             "  answer:     {} {:.2} — {}",
             result["category"].as_str().unwrap_or("?"),
             result["confidence"].as_f64().unwrap_or(0.0),
             result["root_cause"].as_str().unwrap_or("")
-        );
+        )?;
         for (label, text) in crate::show::specifics_of(&result).lines() {
-            println!("  {:<12}{text}", format!("{label}:"));
+            outln!("  {:<12}{text}", format!("{label}:"))?;
         }
     }
     for a in &audit {
-        println!(
+        outln!(
             "  {}  {:<8} by {} ({}){}",
             a.at.to_rfc3339(),
             a.action,
@@ -257,27 +259,27 @@ async fn show(pool: &PgPool, id: Uuid, as_json: bool) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|c| format!(": {c}"))
                 .unwrap_or_default()
-        );
+        )?;
     }
     Ok(())
 }
 
 fn print_list(items: &[ReviewRow], as_json: bool) -> anyhow::Result<()> {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(items)?);
+        outln!("{}", serde_json::to_string_pretty(items)?)?;
         return Ok(());
     }
     if items.is_empty() {
-        println!("review queue is empty");
+        outln!("review queue is empty")?;
         return Ok(());
     }
-    println!("{} item(s) awaiting review:", items.len());
+    outln!("{} item(s) awaiting review:", items.len())?;
     for i in items {
         let status = match (&i.claimed_by, i.status.as_str()) {
             (Some(by), "claimed") => format!("claimed by {by}"),
             (_, s) => s.to_string(),
         };
-        println!(
+        outln!(
             "  {}  run {}  {:<16} {:>5}  {}  {}  [{}]",
             i.id,
             i.run_id,
@@ -291,7 +293,7 @@ fn print_list(items: &[ReviewRow], as_json: bool) -> anyhow::Result<()> {
                 .unwrap_or("-"),
             status,
             i.reason
-        );
+        )?;
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
     let item = review::for_run(pool, run_id).await?;
     if as_json {
         let out = json!({"run": run, "event": event, "review": item});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
     let name = event
@@ -41,42 +41,47 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
         (Some(s), Some(f)) => format!(", {:.2}s", (f - s).num_milliseconds() as f64 / 1000.0),
         _ => String::new(),
     };
-    println!(
+    outln!(
         "run {}  {}  {}  ({} iterations{took})",
-        run.id, name, run.status, run.iteration
-    );
+        run.id,
+        name,
+        run.status,
+        run.iteration
+    )?;
     if let Some(result) = &run.result {
-        println!(
+        outln!(
             "  category:   {}   confidence {:.2}",
             result["category"].as_str().unwrap_or("?"),
             result["confidence"].as_f64().unwrap_or(0.0)
-        );
-        println!(
+        )?;
+        outln!(
             "  root cause: {}",
             result["root_cause"].as_str().unwrap_or("")
-        );
-        println!("  fix:        {}", result["fix"].as_str().unwrap_or(""));
+        )?;
+        outln!("  fix:        {}", result["fix"].as_str().unwrap_or(""))?;
         for (label, text) in specifics_of(result).lines() {
-            println!("  {:<12}{text}", format!("{label}:"));
+            outln!("  {:<12}{text}", format!("{label}:"))?;
         }
         for e in result["evidence"].as_array().into_iter().flatten() {
-            println!(
+            outln!(
                 "  evidence:   [iteration {}] {}",
                 e["iteration"],
                 e["quote"].as_str().unwrap_or("")
-            );
+            )?;
         }
     }
     if let Some(reason) = &run.failure_reason {
-        println!("  failed:     {reason}");
+        outln!("  failed:     {reason}")?;
     } else if let Some(err) = &run.last_error {
-        println!(
+        outln!(
             "  last error: {err} (attempt {} of {}, next at {})",
-            run.attempts, run.max_attempts, run.next_attempt_at
-        );
+            run.attempts,
+            run.max_attempts,
+            run.next_attempt_at
+        )?;
     }
     if let Some(item) = item {
-        println!("  review:     {} ({})", item.status, item.reason);
+        outln!("  review:     {} ({})", item.status, item.reason)?;
     }
     Ok(())
 }
@@ -90,15 +95,20 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
     let attempts = steps::list_attempts(pool, run_id).await?;
     if as_json {
         let out = json!({"run_id": run.id, "status": run.status, "steps": journal, "failed_attempts": attempts});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "run {}  {}  ({} iterations, {} tokens in, {} out, ${:.4})",
-        run.id, run.status, run.iteration, run.tokens_in, run.tokens_out, run.cost_usd
-    );
+        run.id,
+        run.status,
+        run.iteration,
+        run.tokens_in,
+        run.tokens_out,
+        run.cost_usd
+    )?;
     for step in &journal {
-        println!(
+        outln!(
             "\n#{} {} {}   [{} ms tool, {} ms step, attempt {}, worker {}]",
             step.iteration,
             step.action,
@@ -107,9 +117,9 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
             step.step_ms,
             step.attempt,
             step.worker_id
-        );
+        )?;
         if step.reasoner != "heuristic" || step.tokens_in + step.tokens_out > 0 {
-            println!(
+            outln!(
                 "   reasoner:    {} ({} tokens in, {} out, ${:.4}){}",
                 step.reasoner,
                 step.tokens_in,
@@ -119,36 +129,39 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
                     .as_deref()
                     .map(|id| format!(", call {id}"))
                     .unwrap_or_default()
-            );
+            )?;
         }
         if let Some(reason) = step.llm.as_ref().and_then(|l| l["llm_fallback"].as_str()) {
-            println!("   llm_fallback: {reason}");
+            outln!("   llm_fallback: {reason}")?;
         }
         if let Some(judge) = step.llm.as_ref().and_then(|l| l.get("judge")) {
             match judge["judge_error"].as_str() {
-                Some(error) => println!("   judge_error: {error}"),
-                None => println!(
+                Some(error) => outln!("   judge_error: {error}")?,
+                None => outln!(
                     "   judge:       score {:.2} — {}",
                     judge["score"].as_f64().unwrap_or(0.0),
                     judge["reason"].as_str().unwrap_or("")
-                ),
+                )?,
             }
         }
-        println!("   thought:     {}", step.thought);
-        println!(
+        outln!("   thought:     {}", step.thought)?;
+        outln!(
             "   observation: {}",
             summarize(&step.action, &step.observation)
-        );
+        )?;
     }
     for a in &attempts {
         let next = a
             .next_attempt_at
             .map(|t| format!(", retry at {t}"))
             .unwrap_or_else(|| ", no retry".into());
-        println!(
+        outln!(
             "\nattempt {} of iteration {} failed at {}: {}{next}",
-            a.attempt, a.iteration, a.failed_at, a.error
-        );
+            a.attempt,
+            a.iteration,
+            a.failed_at,
+            a.error
+        )?;
     }
     Ok(())
 }

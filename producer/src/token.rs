@@ -34,7 +34,7 @@ pub async fn run(pool: &PgPool, command: TokenCommand) -> anyhow::Result<()> {
             if tokens::create(pool, name, role, &token).await?.is_none() {
                 bail!("a token named {name:?} already exists");
             }
-            println!("{token}");
+            outln!("{token}")?;
             eprintln!("created {role} token {name:?}; store it now, it is not shown again");
         }
         TokenCommand::List => {
@@ -43,17 +43,19 @@ pub async fn run(pool: &PgPool, command: TokenCommand) -> anyhow::Result<()> {
                     Some(at) => format!("revoked {at}"),
                     None => "active".into(),
                 };
-                println!(
+                outln!(
                     "{:<24} {:<8} created {}  {state}",
-                    t.name, t.role, t.created_at
-                );
+                    t.name,
+                    t.role,
+                    t.created_at
+                )?;
             }
         }
         TokenCommand::Revoke { name } => {
             if !tokens::revoke(pool, &name).await? {
                 bail!("no active token named {name:?}");
             }
-            println!("revoked {name:?}");
+            outln!("revoked {name:?}")?;
         }
     }
     Ok(())

@@ -185,3 +185,67 @@ fn excerpt_with_a_baseline_drops_what_the_green_build_also_printed() {
         stderr(&missing)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gzip_log_is_stored_decompressed() {
+    use std::io::Read;
+    let db = TestDb::new().await;
+    let gzip = |text: &str| {
+        let plain = db.write("plain.log", text);
+        let out = std::process::Command::new("gzip")
+            .args(["-c", plain.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let text =
+        "step 1/3 compile\nerror[E0425]: cannot find value `x` in this scope\nBUILD FAILED\n";
+    let path = db.write("build.log.gz", gzip(text));
+    let run = db.enqueue(&path, &[]);
+    let event: uuid::Uuid = sqlx::query_scalar("SELECT event_id FROM analysis_runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let (pool, handle) = (db.pool.clone(), tokio::runtime::Handle::current());
+    let stored = tokio::task::spawn_blocking(move || {
+        let mut out = String::new();
+        faultline_shared::storage::events::StoredLogReader::new(pool, event, handle)
+            .read_to_string(&mut out)
+            .unwrap();
+        out
+    })
+    .await
+    .unwrap();
+    assert_eq!(stored, text);
+
+    // A truncated archive is refused, not stored half.
+    let full = gzip(&text.repeat(1000));
+    let cut = db.write("cut.log.gz", &full[..full.len() / 2]);
+    let out = db.cli(&["enqueue", cut.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM failure_events")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_stdout_ends_the_cli_quietly() {
+    let db = TestDb::new().await;
+    db.cli_ok(&["migrate"], &[]);
+    // `faultline review list --json | head -0`: the reader is gone before the first write.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(faultline_tests::bin("faultline"))
+        .args(["review", "list", "--json"])
+        .env("DATABASE_URL", &db.url)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}: {}", out.status, stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}

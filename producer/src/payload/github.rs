@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{PayloadError, from_json};
+use super::{MAX_NAME, MAX_URL, PayloadError, check_opt, check_text, from_json};
 
 /// Conclusions that start an analysis.
 pub const FAILED: [&str; 2] = ["failure", "timed_out"];
@@ -35,6 +35,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Delivery, PayloadError> {
             )));
         }
     };
+    target.check()?;
     if target.action != "completed" {
         return Ok(Delivery::Ignored(format!(
             "{event} action {:?} is not analysed (only \"completed\")",
@@ -51,6 +52,53 @@ pub fn parse(event: &str, body: &[u8]) -> Result<Delivery, PayloadError> {
         )));
     }
     Ok(Delivery::Failed(target))
+}
+
+/// Checks `X-GitHub-Delivery` (a GUID from GitHub): 1 to 128 characters of
+/// `A-Z a-z 0-9 . _ : -`, so it fits the dedup key's index.
+pub fn check_delivery(delivery: &str) -> Result<&str, PayloadError> {
+    let ok = (1..=128).contains(&delivery.len())
+        && delivery
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b));
+    if ok {
+        Ok(delivery)
+    } else {
+        Err(PayloadError::Invalid {
+            field: "X-GitHub-Delivery",
+            reason: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -".into(),
+        })
+    }
+}
+
+/// Checks `owner/name` by GitHub's rules: the owner is 1 to 39 of
+/// `A-Z a-z 0-9 -`, the name 1 to 100 of `A-Z a-z 0-9 . _ -` and not `.` or
+/// `..`. Anything else could make the URLs built from it reach other API paths.
+pub fn check_repository(full_name: &str) -> Result<(), PayloadError> {
+    let invalid = |reason: String| PayloadError::Invalid {
+        field: "repository.full_name",
+        reason,
+    };
+    let (owner, name) = full_name
+        .split_once('/')
+        .ok_or_else(|| invalid(format!("{full_name:?} is not owner/name")))?;
+    let owner_ok = (1..=39).contains(&owner.len())
+        && owner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let name_ok = (1..=100).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && name != "."
+        && name != "..";
+    if owner_ok && name_ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{full_name:?} is not owner/name (owner: A-Z a-z 0-9 -; name: A-Z a-z 0-9 . _ -, not . or ..)"
+        )))
+    }
 }
 
 /// What the worker needs to fetch a failed run's or job's log from GitHub.
@@ -84,6 +132,36 @@ pub struct GithubTarget {
 }
 
 impl GithubTarget {
+    /// The delivery's identity from what the signature covers: repository,
+    /// run or job id and attempt. `X-GitHub-Delivery` is not signed, so a
+    /// replayed body under a new delivery id must still be the same event.
+    pub fn signed_key(&self) -> String {
+        let attempt = self.run_attempt.unwrap_or(1);
+        match self.job_id {
+            Some(job) => format!("github:job:{}:{job}:{attempt}", self.repository),
+            None => format!("github:run:{}:{}:{attempt}", self.repository, self.run_id),
+        }
+    }
+
+    /// Refuses what cannot be stored or safely used: a repository that is
+    /// not `owner/name`, NUL characters, overlong names or URLs.
+    fn check(&self) -> Result<(), PayloadError> {
+        check_repository(&self.repository)?;
+        check_text("repository.url", &self.repository_api_url, MAX_URL)?;
+        check_text("workflow.name", &self.workflow_name, MAX_NAME)?;
+        check_opt("workflow_job.name", self.job_name.as_deref(), MAX_NAME)?;
+        check_text("head_sha", &self.head_sha, 64)?;
+        check_opt("head_branch", self.head_branch.as_deref(), 255)?;
+        check_text("logs_url", &self.logs_url, MAX_URL)?;
+        check_opt("html_url", self.html_url.as_deref(), MAX_URL)?;
+        check_opt("conclusion", self.conclusion.as_deref(), 64)?;
+        check_text("action", &self.action, 64)?;
+        for step in &self.failed_steps {
+            check_text("workflow_job.steps.name", step, MAX_NAME)?;
+        }
+        Ok(())
+    }
+
     /// The job's name in the failure history: `workflow / job`, or the workflow.
     pub fn job_label(&self) -> String {
         match &self.job_name {
@@ -220,5 +298,33 @@ mod tests {
             Err(PayloadError::Syntax(_))
         ));
         assert!(matches!(parse("ping", b"not json"), Ok(Delivery::Ping)));
+    }
+
+    #[test]
+    fn repositories_follow_githubs_naming_rules() {
+        for good in ["octo-org/ledger-api", "o/r", "a-1/x.y_z", "o/.github"] {
+            assert!(check_repository(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "octo/repo/../../../user/repos",
+            "o/..",
+            "o/.",
+            "o",
+            "/r",
+            "o/",
+            "o_o/r",
+            "o/r?x=1",
+            "o/r%2f",
+            "o/r\0",
+        ] {
+            assert!(check_repository(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn delivery_ids_are_short_guids() {
+        assert!(check_delivery("72d3162e-cc78-11e3-81ab-4c9367dc0958").is_ok());
+        assert!(check_delivery(&"a".repeat(4000)).is_err());
+        assert!(check_delivery("a b").is_err());
     }
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{PayloadError, from_json};
+use super::{MAX_NAME, MAX_URL, PayloadError, check_json, check_opt, check_text, from_json};
 
 const PHASES: [&str; 2] = ["COMPLETED", "FINALIZED"];
 const FAILED: [&str; 2] = ["FAILURE", "UNSTABLE"];
@@ -49,6 +49,7 @@ impl FailedBuild {
 /// Parses the body of a notification.
 pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
     let n: Body = from_json(body)?;
+    n.check()?;
     let build = &n.build;
     if !PHASES.contains(&build.phase.as_str()) {
         return Ok(Notification::Ignored(format!(
@@ -116,6 +117,29 @@ struct Scm {
     commit: Option<String>,
 }
 
+impl Body {
+    /// Refuses NUL characters and overlong names or URLs (the job URL is part
+    /// of the dedup key, whose index row is bounded). The inline log is not
+    /// checked: it is stored as bytes.
+    fn check(&self) -> Result<(), PayloadError> {
+        let b = &self.build;
+        check_text("name", &self.name, MAX_NAME)?;
+        check_opt("url", self.url.as_deref(), MAX_URL)?;
+        check_opt("build.full_url", b.full_url.as_deref(), MAX_URL)?;
+        check_text("build.phase", &b.phase, 64)?;
+        check_opt("build.status", b.status.as_deref(), 64)?;
+        if let Some(scm) = &b.scm {
+            check_opt("build.scm.url", scm.url.as_deref(), MAX_URL)?;
+            check_opt("build.scm.branch", scm.branch.as_deref(), 255)?;
+            check_opt("build.scm.commit", scm.commit.as_deref(), 255)?;
+        }
+        if let Some(parameters) = &b.parameters {
+            check_json("build.parameters", parameters)?;
+        }
+        Ok(())
+    }
+}
+
 /// The job's identity: its absolute URL (the build's `full_url` without the
 /// trailing build number) when known, else the relative `url`, else the name.
 fn job_id(n: &Body) -> String {
@@ -166,5 +190,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("build: missing field `number`"), "{err}");
+    }
+
+    #[test]
+    fn overlong_urls_and_nul_characters_are_refused_by_name() {
+        let long = format!("https://ci.example.com/job/{}/1/", "x".repeat(8000));
+        let body =
+            json!({"name": "x", "build": {"number": 1, "phase": "COMPLETED", "full_url": long}});
+        let err = parse(body.to_string().as_bytes()).unwrap_err().to_string();
+        assert!(err.starts_with("build.full_url: is 8"), "{err}");
+        let body = json!({"name": "x\u{0}", "build": {"number": 1, "phase": "COMPLETED"}});
+        let err = parse(body.to_string().as_bytes()).unwrap_err().to_string();
+        assert_eq!(err, "name: contains a NUL character");
     }
 }

@@ -20,7 +20,53 @@ pub enum PayloadError {
     /// (`workflow_run.id: invalid type …`).
     #[error("{0}")]
     Data(String),
+    /// A field ingest refuses: the message names it and says why.
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
 }
+
+/// Refuses text ingest cannot store faithfully: a NUL character (Postgres
+/// `text` and `jsonb` cannot hold one) or more than `max` bytes (keeps keys
+/// and indexed columns under Postgres' index row size).
+pub fn check_text(field: &'static str, value: &str, max: usize) -> Result<(), PayloadError> {
+    if value.contains('\0') {
+        return Err(PayloadError::Invalid {
+            field,
+            reason: "contains a NUL character".into(),
+        });
+    }
+    if value.len() > max {
+        return Err(PayloadError::Invalid {
+            field,
+            reason: format!("is {} bytes long; at most {max} are accepted", value.len()),
+        });
+    }
+    Ok(())
+}
+
+/// [`check_text`] on an optional field.
+pub fn check_opt(field: &'static str, value: Option<&str>, max: usize) -> Result<(), PayloadError> {
+    value.map_or(Ok(()), |v| check_text(field, v, max))
+}
+
+/// Refuses a NUL character anywhere in a JSON value (keys and strings).
+pub fn check_json(field: &'static str, value: &serde_json::Value) -> Result<(), PayloadError> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => check_text(field, s, usize::MAX),
+        Value::Array(items) => items.iter().try_for_each(|v| check_json(field, v)),
+        Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            check_text(field, k, usize::MAX)?;
+            check_json(field, v)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Longest URL accepted in a payload.
+pub const MAX_URL: usize = 2048;
+/// Longest name (job, workflow, step, test) accepted.
+pub const MAX_NAME: usize = 512;
 
 /// Deserializes `body`, naming the path of a field of the wrong type.
 fn from_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, PayloadError> {

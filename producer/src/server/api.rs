@@ -72,6 +72,7 @@ pub async fn create(
     body: Result<Json<CreateAnalysis>, JsonRejection>,
 ) -> Result<Response, AppError> {
     let Json(req) = body?;
+    check_fields(&req)?;
     let (log, log_url) = match (req.log, req.log_url) {
         (Some(_), Some(_)) => {
             return Err(AppError::bad_request(
@@ -93,8 +94,10 @@ pub async fn create(
         }
         (log, url) => (log.unwrap_or_default(), url.map(check_url).transpose()?),
     };
+    // An idempotency key is the caller's own: scoped to its token, so one
+    // token cannot claim a key another will use and hand it the wrong run.
     let dedup_key = match header_str(&headers, "idempotency-key") {
-        Some(key) => format!("api:{}", check_idempotency_key(key)?),
+        Some(key) => format!("api:token:{}:{}", caller.id, check_idempotency_key(key)?),
         None => match &log_url {
             Some(url) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
             None => format!("api:sha256:{}", hex(&Sha256::digest(log.as_bytes()))),
@@ -112,6 +115,19 @@ pub async fn create(
         ..NewEvent::default()
     };
     store(&state, &event, log.as_bytes()).await
+}
+
+/// Refuses a field with a NUL character (Postgres text cannot hold one; the
+/// request is refused, not altered) or longer than its column's index allows.
+fn check_fields(req: &CreateAnalysis) -> Result<(), AppError> {
+    use faultline_producer::payload::{MAX_NAME, MAX_URL, check_opt};
+    check_opt("job", req.job.as_deref(), MAX_NAME)?;
+    check_opt("test", req.test.as_deref(), MAX_NAME)?;
+    check_opt("build", req.build.as_ref().map(|b| b.0.as_str()), 255)?;
+    check_opt("repository", req.repository.as_deref(), MAX_URL)?;
+    check_opt("commit", req.commit.as_deref(), 255)?;
+    check_opt("log_url", req.log_url.as_deref(), MAX_URL)?;
+    Ok(())
 }
 
 /// A log URL must be absolute http(s): the worker fetches it later.

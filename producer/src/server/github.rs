@@ -4,7 +4,9 @@
 //! `GITHUB_WEBHOOK_SECRET`, compared in constant time); nothing is parsed or
 //! stored before that. `workflow_run` and `workflow_job` deliveries with
 //! action `completed` and conclusion `failure` or `timed_out` become an event
-//! (dedup key `github:delivery:<X-GitHub-Delivery>`) with an **empty** log:
+//! (dedup key `github:delivery:<X-GitHub-Delivery>`, and a second one from
+//! what the signature covers — repository, run or job id, attempt — since the
+//! delivery id is not signed) with an **empty** log:
 //! the worker fetches the log through the GitHub API using what
 //! [`GithubTarget`] stores in the event's payload (under `"github"`).
 //! Conclusion `success` is recorded as a pass in the failure history
@@ -52,6 +54,7 @@ pub async fn webhook(
     }
     let delivery = header_str(&headers, "x-github-delivery")
         .ok_or_else(|| AppError::bad_request("missing header", "X-GitHub-Delivery"))?;
+    let delivery = github::check_delivery(delivery)?;
     let target = match github::parse(event, &body)? {
         Delivery::Ping => {
             return Ok((StatusCode::OK, Json(json!({"pong": true}))).into_response());
@@ -62,6 +65,7 @@ pub async fn webhook(
     };
     let event = NewEvent {
         dedup_key: format!("github:delivery:{delivery}"),
+        content_key: Some(target.signed_key()),
         source: "github".into(),
         job_name: Some(target.job_label()),
         build_number: Some(target.run_id.to_string()),
@@ -80,8 +84,10 @@ async fn record_pass(
     target: &GithubTarget,
     delivery: &str,
 ) -> Result<Response, AppError> {
+    tracing::debug!(%delivery, "pass recorded");
     let outcome = NewOutcome {
-        dedup_key: format!("github:delivery:{delivery}"),
+        // What the signature covers, so a replay under new delivery ids is one pass.
+        dedup_key: target.signed_key(),
         source: "github".into(),
         job_name: Some(target.job_label()),
         repository: Some(target.repository.clone()),

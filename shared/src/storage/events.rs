@@ -39,6 +39,10 @@ impl LogKind {
 #[derive(Debug, Clone, Default)]
 pub struct NewEvent {
     pub dedup_key: String,
+    /// A second identity, from what the source authenticated (GitHub: the
+    /// signed repository + run or job id + attempt): an event matching either
+    /// key is the same event.
+    pub content_key: Option<String>,
     pub source: String,
     pub job_name: Option<String>,
     pub build_number: Option<String>,
@@ -85,9 +89,9 @@ pub async fn ingest<R: AsyncRead + Unpin>(
     let event_id = Uuid::now_v7();
     let inserted = sqlx::query(
         "INSERT INTO failure_events
-             (id, dedup_key, source, job_name, build_number, test_name, repository, commit_sha, log_name, payload)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-         ON CONFLICT (dedup_key) DO NOTHING
+             (id, dedup_key, source, job_name, build_number, test_name, repository, commit_sha, log_name, payload, content_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         ON CONFLICT DO NOTHING
          RETURNING id",
     )
     .bind(event_id)
@@ -100,6 +104,7 @@ pub async fn ingest<R: AsyncRead + Unpin>(
     .bind(&event.commit_sha)
     .bind(&event.log_name)
     .bind(&event.payload)
+    .bind(&event.content_key)
     .fetch_optional(&mut *tx)
     .await?;
 
@@ -108,10 +113,11 @@ pub async fn ingest<R: AsyncRead + Unpin>(
         let row = sqlx::query(
             "SELECT e.id AS event_id, r.id AS run_id
              FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
-             WHERE e.dedup_key = $1
-             ORDER BY r.created_at ASC LIMIT 1",
+             WHERE e.dedup_key = $1 OR e.content_key = $2
+             ORDER BY e.received_at ASC, r.created_at ASC LIMIT 1",
         )
         .bind(&event.dedup_key)
+        .bind(&event.content_key)
         .fetch_one(pool)
         .await?;
         let ingested = Ingested {

@@ -323,3 +323,84 @@ async fn readiness_follows_the_database_and_sigterm_stops_the_server() {
     .await;
     assert!(exit.success(), "serve exited with {exit}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nul_characters_overlong_fields_and_huge_durations_are_400s_not_500s() {
+    let db = TestDb::new().await;
+    let admin = db.cli_ok(
+        &["token", "create", "--role", "admin", "--name", "ops"],
+        &[],
+    );
+    let server = Server::start(&db, &[]).await;
+    let cases = [
+        (
+            json!({"log": "BUILD FAILED", "job": "api\u{0}"}),
+            "job: contains a NUL character",
+        ),
+        (
+            json!({"log": "BUILD FAILED", "repository": "o/r\u{0}"}),
+            "repository: contains a NUL character",
+        ),
+        (
+            json!({"log": "BUILD FAILED", "job": "j".repeat(8000)}),
+            "job: is 8000 bytes long",
+        ),
+    ];
+    for (body, detail) in cases {
+        let (status, err) = send(
+            server
+                .post("/api/v1/analyses")
+                .bearer_auth(&admin)
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+        assert!(err["detail"].as_str().unwrap().starts_with(detail), "{err}");
+    }
+    assert_eq!(count(&db, "failure_events").await, 0);
+    let (status, err) = send(
+        server
+            .get("/api/v1/review?older_than=99999999999999999999")
+            .bearer_auth(&admin),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(
+        err["detail"].as_str().unwrap().contains("older_than"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idempotency_key_belongs_to_the_token_that_used_it() {
+    let db = TestDb::new().await;
+    let alice = db.cli_ok(
+        &["token", "create", "--role", "ingest", "--name", "alice"],
+        &[],
+    );
+    let mallory = db.cli_ok(
+        &["token", "create", "--role", "ingest", "--name", "mallory"],
+        &[],
+    );
+    let server = Server::start(&db, &[]).await;
+    let submit = |token: &str, log: &str| {
+        server
+            .post("/api/v1/analyses")
+            .bearer_auth(token)
+            .header("idempotency-key", "build-812")
+            .json(&json!({"log": log}))
+    };
+    // Mallory claims the key first; Alice's submission must not get her run.
+    let (status, squat) = send(submit(&mallory, "nothing to see")).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{squat}");
+    let (status, first) = send(submit(&alice, "error: boom\nBUILD FAILED")).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    assert_eq!(first["created"], true, "{first}");
+    assert_ne!(first["run_id"], squat["run_id"]);
+    // Alice's retry with the same key is still idempotent.
+    let (_, again) = send(submit(&alice, "error: boom\nBUILD FAILED")).await;
+    assert_eq!(
+        (again["run_id"].clone(), again["created"].clone()),
+        (first["run_id"].clone(), json!(false))
+    );
+}

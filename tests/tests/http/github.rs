@@ -243,3 +243,103 @@ async fn a_successful_github_job_is_recorded_as_a_pass_in_the_history_without_a_
     .unwrap();
     assert_eq!(failure_job, pass_job);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_body_replayed_under_new_delivery_ids_is_one_run() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let run = bytes(&fixture("github-workflow-run-failure.json"));
+    let mut runs = Vec::new();
+    for (i, delivery) in ["replay-1", "replay-2", "replay-3"].into_iter().enumerate() {
+        let (status, body) = server
+            .github("workflow_run", delivery, &run, Some(GITHUB_SECRET))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["created"], i == 0, "{delivery}: {body}");
+        runs.push(id(&body, "run_id"));
+    }
+    assert!(runs.iter().all(|r| *r == runs[0]), "{runs:?}");
+    assert_eq!(count(&db, "failure_events").await, 1);
+    assert_eq!(count(&db, "analysis_runs").await, 1);
+
+    // A re-run of the workflow (the next attempt) is a new failure.
+    let mut rerun = fixture("github-workflow-run-failure.json");
+    rerun["workflow_run"]["run_attempt"] = json!(2);
+    let (status, body) = server
+        .github(
+            "workflow_run",
+            "replay-4",
+            &bytes(&rerun),
+            Some(GITHUB_SECRET),
+        )
+        .await;
+    assert_eq!(
+        (status, body["created"].clone()),
+        (StatusCode::ACCEPTED, json!(true))
+    );
+
+    // A pass replayed under new ids is one pass.
+    let mut pass = fixture("github-workflow-job-timed-out.json");
+    pass["workflow_job"]["conclusion"] = json!("success");
+    for delivery in ["pass-a", "pass-b"] {
+        let (status, body) = server
+            .github("workflow_job", delivery, &bytes(&pass), Some(GITHUB_SECRET))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    assert_eq!(count(&db, "ci_outcomes").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repository_that_is_not_owner_slash_name_or_an_overlong_delivery_is_refused() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    for (i, bad) in [
+        "octo/repo/../../../user/repos",
+        "octo-org/..",
+        "octo org/ledger-api",
+        "octo-org/ledger-api?per_page=1",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut run = fixture("github-workflow-run-failure.json");
+        run["repository"]["full_name"] = json!(bad);
+        let (status, err) = server
+            .github(
+                "workflow_run",
+                &format!("repo-{i}"),
+                &bytes(&run),
+                Some(GITHUB_SECRET),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {err}");
+        assert!(
+            err["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("repository.full_name: "),
+            "{err}"
+        );
+    }
+    let run = bytes(&fixture("github-workflow-run-failure.json"));
+    let (status, err) = server
+        .github("workflow_run", &"7".repeat(4000), &run, Some(GITHUB_SECRET))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(
+        err["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("X-GitHub-Delivery: "),
+        "{err}"
+    );
+    let mut nul = fixture("github-workflow-run-failure.json");
+    nul["workflow_run"]["head_branch"] = json!("main\u{0}");
+    let (status, err) = server
+        .github("workflow_run", "nul-1", &bytes(&nul), Some(GITHUB_SECRET))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert_eq!(err["detail"], "head_branch: contains a NUL character");
+    assert_eq!(count(&db, "failure_events").await, 0);
+}

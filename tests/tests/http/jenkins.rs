@@ -98,3 +98,29 @@ async fn a_jenkins_notification_starts_one_run_per_build_with_its_inline_log() {
     assert_eq!(count(&db, "failure_events").await, 2);
     assert_eq!(count(&db, "analysis_runs").await, 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overlong_build_url_or_a_nul_in_a_field_is_a_400_naming_it() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let mut long = fixture("jenkins-completed-failure.json");
+    long["build"]["full_url"] = json!(format!(
+        "https://ci.example.com/job/{}/812/",
+        "x".repeat(8000)
+    ));
+    let (status, err) = server.jenkins(&long).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(
+        err["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("build.full_url: "),
+        "{err}"
+    );
+    let mut nul = fixture("jenkins-completed-failure.json");
+    nul["name"] = json!("ledger\u{0}api");
+    let (status, err) = server.jenkins(&nul).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert_eq!(err["detail"], "name: contains a NUL character");
+    assert_eq!(count(&db, "failure_events").await, 0);
+}

@@ -61,7 +61,12 @@ async fn status_of(s: &mut TcpStream) -> Option<u16> {
             _ => return None,
         }
     }
-    std::str::from_utf8(&buf).ok()?.split(' ').nth(1)?.parse().ok()
+    std::str::from_utf8(&buf)
+        .ok()?
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -164,7 +169,11 @@ async fn a_half_sent_head_or_a_stalled_body_is_closed_within_its_timeout() {
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "a half-sent head is still open after 10s");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 
     let mut s = head(&server, "/webhooks/github", 1000, "").await;
     s.write_all(b"{\"action\":").await.unwrap();
@@ -173,7 +182,11 @@ async fn a_half_sent_head_or_a_stalled_body_is_closed_within_its_timeout() {
         .await
         .expect("a stalled body is answered within 10s");
     assert_eq!(status, Some(408));
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
