@@ -23,6 +23,7 @@ FUZZ="$ROOT/fuzz"
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-1}
 TIMEOUT_MS=${FUZZ_TIMEOUT_MS:-2000}
+TARGET_DIR=${FUZZ_TARGET_DIR:-$FUZZ/target}
 # Every target under fuzz/fuzz_targets/, in this order, then the rest.
 TARGETS_ALL=()
 for t in clean_line excerpt diagnose llm_reply github_payload jenkins_payload \
@@ -68,7 +69,7 @@ build() { # targets: only those, with only the features they need
     bins+=(--bin "$t")
     features+=($(feature_of "$t"))
   done
-  (cd "$FUZZ" && cargo afl build --release --locked --target-dir "$FUZZ/target" \
+  (cd "$FUZZ" && cargo afl build --release --locked --target-dir "$TARGET_DIR" \
     --no-default-features --features "${features[*]:-}" "${bins[@]}")
 }
 
@@ -82,7 +83,7 @@ fuzz_one() { # target -> one summary line on stdout
   mkdir -p "$out" "$art"
   cargo afl fuzz -V "$SECONDS_EACH" -t "$TIMEOUT_MS" -m none \
     -i "$FUZZ/seeds/$t" -o "$out" -x "$(dict_of "$t")" \
-    -- "$FUZZ/target/release/$t" >"$out/afl.log" 2>&1 || {
+    -- "$TARGET_DIR/release/$t" >"$out/afl.log" 2>&1 || {
     echo "$t: afl-fuzz failed, see $out/afl.log:" >&2
     tail -n 20 "$out/afl.log" >&2
     printf '%-16s %s\n' "$t" "ERROR (afl-fuzz did not run)"
@@ -104,11 +105,18 @@ fuzz_one() { # target -> one summary line on stdout
 run() {
   local targets=("$@")
   [[ ${#targets[@]} -gt 0 ]] || targets=("${TARGETS_ALL[@]}")
-  build "${targets[@]}"
+  # One build per target: a target whose code does not compile is reported
+  # and the others still run.
+  local ok=() failed=()
+  for t in "${targets[@]}"; do
+    if build "$t"; then ok+=("$t"); else failed+=("$t"); fi
+  done
+  targets=("${ok[@]}")
   echo "fuzzing ${targets[*]}: ${SECONDS_EACH}s each, $JOBS at a time" >&2
   local summary="$FUZZ/out/summary.txt"
   mkdir -p "$FUZZ/out"
   printf '%-16s %8s %12s %10s %8s %8s %10s\n' target seconds execs execs/s crashes hangs corpus >"$summary"
+  for t in "${failed[@]}"; do printf '%-16s %s\n' "$t" "ERROR (does not build)" >>"$summary"; done
   if [[ $JOBS -le 1 ]]; then
     for t in "${targets[@]}"; do fuzz_one "$t" >>"$summary"; done
   else
@@ -132,13 +140,13 @@ repro() { # target file
   # Outside afl-fuzz the instrumented binary runs its input from stdin once.
   local t=$1 file=$2
   build "$t" >&2
-  RUST_BACKTRACE=1 "$FUZZ/target/release/$t" <"$file"
+  RUST_BACKTRACE=1 "$TARGET_DIR/release/$t" <"$file"
 }
 
 tmin() { # target file
   local t=$1 file=$2
   build "$t"
-  cargo afl tmin -t "$TIMEOUT_MS" -m none -i "$file" -o "$file.min" -- "$FUZZ/target/release/$t"
+  cargo afl tmin -t "$TIMEOUT_MS" -m none -i "$file" -o "$file.min" -- "$TARGET_DIR/release/$t"
   echo "minimised: $file.min" >&2
 }
 
