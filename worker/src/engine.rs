@@ -33,6 +33,7 @@ use faultline_shared::{
         steps,
     },
     telemetry,
+    text::{self, JsonBounds},
     types::{FINAL_ANSWER, INVALID_RESPONSE, RunStatus},
 };
 use serde_json::{Value, json};
@@ -397,8 +398,9 @@ impl Engine {
                     // From the log's diagnosis, whichever reasoner drafted.
                     specifics: specifics::of(&journal),
                 };
-                let answer_json = serde_json::to_value(&answer)
+                let mut answer_json = serde_json::to_value(&answer)
                     .map_err(|e| StepError::Permanent(e.to_string()))?;
+                text::bound_json(&mut answer_json, &JsonBounds::JOURNAL);
                 let (verdict_name, next) = match &verdict.route {
                     Route::Complete => (
                         "complete",
@@ -448,6 +450,10 @@ impl Engine {
             }
         };
 
+        // Whatever a log, a tool or a model put into this step, its journal
+        // row is bounded and storable (no NUL, no 100 MB string).
+        let mut record = record;
+        bound_record(&mut record);
         if let Some(delay) = self.settings.chaos.step_delay {
             info!(?delay, "chaos: holding the step before its commit");
             tokio::time::sleep(delay).await;
@@ -639,7 +645,26 @@ fn similar_text(observation: &Value) -> Option<String> {
         .map(faultline_shared::logs::normalize)
         .filter(|l| !l.is_empty())
         .collect();
-    (!lines.is_empty()).then(|| lines.join("\n"))
+    (!lines.is_empty())
+        .then(|| text::bound_string(&lines.join("\n"), MAX_FAILURE_TEXT_BYTES).into_owned())
+}
+
+/// Most bytes of a run's failure text in the error library: every later
+/// `similar_failures` query compares against it, so one huge log line must
+/// not slow them all.
+const MAX_FAILURE_TEXT_BYTES: usize = 4096;
+
+/// Caps every free-form field of a journal row ([`JsonBounds::JOURNAL`]).
+fn bound_record(record: &mut StepRecord) {
+    let bounds = &JsonBounds::JOURNAL;
+    if record.thought.len() > bounds.max_string_bytes || record.thought.contains('\0') {
+        record.thought = text::bound_string(&record.thought, bounds.max_string_bytes).into_owned();
+    }
+    text::bound_json(&mut record.observation, bounds);
+    text::bound_json(&mut record.action_input, bounds);
+    if let Some(llm) = &mut record.llm {
+        text::bound_json(llm, bounds);
+    }
 }
 
 fn finish(

@@ -123,7 +123,8 @@ fn read(
 ) -> Result<Value, ToolError> {
     let io_err = |e: std::io::Error| ToolError::Transient(format!("reading the stored log: {e}"));
     let excerpt = if tail {
-        tail_lines(reader, max_lines).map_err(io_err)?
+        logs::tail_reader(reader, max_lines, ExcerptOptions::default().max_line_bytes)
+            .map_err(io_err)?
     } else {
         logs::excerpt_reader(
             reader,
@@ -206,31 +207,6 @@ fn classification(d: &diagnose::Diagnosis) -> Value {
         "hits": hits,
         "scores": scores,
         "facts": d.facts,
-    })
-}
-
-/// The last `n` lines, streamed.
-fn tail_lines(reader: impl BufRead, n: usize) -> std::io::Result<logs::Excerpt> {
-    let mut ring = std::collections::VecDeque::with_capacity(n + 1);
-    let (mut total_lines, mut total_bytes) = (0u64, 0u64);
-    for line in reader.split(b'\n') {
-        let line = line?;
-        total_lines += 1;
-        total_bytes += line.len() as u64 + 1;
-        ring.push_back(logs::ExcerptLine {
-            line_no: total_lines,
-            text: String::from_utf8_lossy(&line).into_owned(),
-            score: 0.0,
-        });
-        if ring.len() > n {
-            ring.pop_front();
-        }
-    }
-    Ok(logs::Excerpt {
-        lines: ring.into(),
-        total_lines,
-        total_bytes,
-        ..logs::Excerpt::default()
     })
 }
 
