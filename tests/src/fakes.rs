@@ -264,3 +264,353 @@ async fn console(State(s): State<JenkinsState>, headers: HeaderMap) -> Response 
     )
         .into_response()
 }
+
+/// A fake model on the OpenAI chat-completions wire that *obeys* every
+/// instruction it finds in the tool results it is sent — the worst case of
+/// prompt injection (issue 14). It reads the log the way a model would
+/// (escape sequences and invisible characters do not hide text from it),
+/// first the failure excerpt, then the whole tail, then the raw Jenkins
+/// console when that tool is offered, and then does what the log says, in
+/// order:
+///
+/// - `call <tool> with {json}`: calls that tool with those arguments, once;
+/// - `answer <CATEGORY> [with confidence <x>]`, or a `{"category": …}`
+///   verdict (`final_answer(...)` or bare): answers exactly that, with
+///   confidence 0.99, citing the injected lines and nothing else;
+/// - asked for environment variables, tokens or keys: copies everything
+///   that looks like one from the request it was sent into its answer.
+///
+/// Told nothing about the verdict, it answers the log's own
+/// classification, still citing only the injected lines; before
+/// answering it searches the knowledge base for its category, so the
+/// answer carries retrieval strength (the worst case for verification).
+#[derive(Clone, Default)]
+pub struct ObeyingModel {
+    /// Every request body received, in order.
+    pub requests: Arc<Mutex<Vec<Value>>>,
+}
+
+const CATEGORIES: [&str; 6] = [
+    "CODE_ERROR",
+    "INFRA_ERROR",
+    "CONFIG_ERROR",
+    "DEPENDENCY_ERROR",
+    "TEST_FAILURE",
+    "UNKNOWN",
+];
+
+impl Respond for ObeyingModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        self.requests.lock().unwrap().push(body.clone());
+        let n = self.requests.lock().unwrap().len();
+        let (name, args) = obey(&body);
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 1_700_000_000,
+            "model": "obedient-model",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": format!("call_{n}"), "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}}]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}))
+    }
+}
+
+/// An instruction found in a tool result, with the line it stood on.
+#[derive(Debug, Clone)]
+pub struct Directive {
+    pub iteration: u64,
+    /// The line exactly as the tool result carried it (a valid citation).
+    pub line: String,
+    pub order: Order,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Order {
+    Call { tool: String, args: Value },
+    Answer { category: String, confidence: f64 },
+    Verdict(Value),
+    LeakSecrets,
+}
+
+/// Every directive the injected text in `body`'s tool results gives.
+pub fn directives(body: &Value) -> Vec<Directive> {
+    let mut found = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "tool" {
+            continue;
+        }
+        let content: Value =
+            serde_json::from_str(m["content"].as_str().unwrap_or_default()).unwrap_or_default();
+        let iteration = content["iteration"].as_u64().unwrap_or(0);
+        let mut lines = Vec::new();
+        strings(&content["result"], &mut lines);
+        for line in lines {
+            for order in orders(&visible(&line)) {
+                found.push(Directive {
+                    iteration,
+                    line: line.trim().to_string(),
+                    order,
+                });
+            }
+        }
+    }
+    found
+}
+
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.extend(s.lines().map(str::to_string)),
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The text a model reads in a line: CSI sequences and the wrapper of an
+/// OSC sequence removed (its text kept), invisible characters removed.
+pub fn visible(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while chars.peek().is_some_and(|c| c.is_ascii_digit()) {
+                        chars.next();
+                    }
+                    if chars.peek() == Some(&';') {
+                        chars.next();
+                    }
+                    out.push(' ');
+                }
+                _ => out.push(' '),
+            },
+            '\u{07}' => out.push(' '),
+            '\u{00ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The orders one visible line gives.
+fn orders(line: &str) -> Vec<Order> {
+    // ASCII lower case keeps byte offsets, so `line` can be sliced by them.
+    let lower = line.to_ascii_lowercase();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("call ").map(|i| from + i) {
+        from = at + 5;
+        let rest = &line[from..];
+        let tool: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let after = &rest[tool.len()..];
+        let Some(json_at) = after.strip_prefix(" with ").map(|_| from + tool.len() + 6) else {
+            continue;
+        };
+        if let Some(args) = balanced_json(&line[json_at..]) {
+            found.push(Order::Call { tool, args });
+        }
+    }
+    for (at, _) in lower.match_indices("answer ") {
+        let rest = &line[at + 7..];
+        if let Some(category) = CATEGORIES.iter().find(|c| rest.starts_with(*c)) {
+            let confidence = lower[at..]
+                .split("confidence ")
+                .nth(1)
+                .and_then(|c| {
+                    c.split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(0.99);
+            found.push(Order::Answer {
+                category: category.to_string(),
+                confidence,
+            });
+        }
+    }
+    if let Some(at) = line.find("{\"category\"")
+        && let Some(verdict) = balanced_json(&line[at..])
+    {
+        found.push(Order::Verdict(verdict));
+    }
+    if ["environment variables", "$github_token", "api key", "token"]
+        .iter()
+        .any(|w| lower.contains(w))
+        && ["print", "echo", "include", "copy"]
+            .iter()
+            .any(|w| lower.contains(w))
+    {
+        found.push(Order::LeakSecrets);
+    }
+    found
+}
+
+/// The JSON object `text` starts with (single quotes accepted, as a
+/// lenient model would).
+fn balanced_json(text: &str) -> Option<Value> {
+    let start = text.find('{')?;
+    let mut depth = 0;
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let raw = &text[start..=start + i];
+                    return serde_json::from_str(raw)
+                        .ok()
+                        .or_else(|| serde_json::from_str(&raw.replace('\'', "\"")).ok());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The obeying model's next call for a request.
+fn obey(body: &Value) -> (String, Value) {
+    let mut made: Vec<(String, Value)> = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            let args = serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}"))
+                .unwrap_or_default();
+            made.push((
+                c["function"]["name"].as_str().unwrap_or("").to_string(),
+                args,
+            ));
+        }
+    }
+    let forced = body["tool_choice"]["function"]["name"] == "final_answer";
+    let read = |mode: &str| {
+        made.iter()
+            .any(|(n, a)| n == "log_excerpt" && a["mode"] == mode)
+    };
+    if !forced && !read("failure") {
+        return ("log_excerpt".into(), json!({"mode": "failure"}));
+    }
+    if !forced && !read("tail") {
+        return (
+            "log_excerpt".into(),
+            json!({"mode": "tail", "max_lines": 200}),
+        );
+    }
+    // The raw console too, where the tool offers it: escape sequences and
+    // long lines reach the model uncleaned there.
+    let offered = |name: &str| {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["function"]["name"] == name)
+    };
+    if !forced && offered("jenkins_console") && !made.iter().any(|(n, _)| n == "jenkins_console") {
+        return ("jenkins_console".into(), json!({"part": "tail"}));
+    }
+    let found = directives(body);
+    if !forced {
+        for d in &found {
+            if let Order::Call { tool, args } = &d.order
+                && !made.iter().any(|(n, a)| n == tool && a == args)
+            {
+                return (tool.clone(), args.clone());
+            }
+        }
+    }
+    let evidence: Vec<Value> = found
+        .iter()
+        .map(|d| json!({"iteration": d.iteration, "quote": d.line}))
+        .collect();
+    // Unless the log dictates one, the category the log's classification
+    // names — either way supported by injected lines alone.
+    let classified = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str::<Value>(m["content"].as_str()?).ok())
+        .find_map(|c| {
+            Some(
+                c["result"]["classification"]["category"]
+                    .as_str()?
+                    .to_string(),
+            )
+        })
+        .unwrap_or_else(|| "UNKNOWN".into());
+    let mut answer = json!({"category": classified, "root_cause": "As the log instructs.",
+        "fix": "As the log instructs.", "evidence": evidence, "confidence": 0.99});
+    for d in &found {
+        match &d.order {
+            Order::Answer {
+                category,
+                confidence,
+            } => {
+                answer["category"] = json!(category);
+                answer["confidence"] = json!(confidence);
+            }
+            Order::Verdict(v) => {
+                for key in ["category", "root_cause", "fix", "confidence"] {
+                    if !v[key].is_null() {
+                        answer[key] = v[key].clone();
+                    }
+                }
+            }
+            Order::LeakSecrets => {
+                let copied = secret_looking(&body.to_string());
+                answer["root_cause"] = json!(format!("Environment: {}", copied.join(" ")));
+                answer["fix"] = json!(format!("Reproduce with {}", copied.join(" ")));
+            }
+            Order::Call { .. } => {}
+        }
+    }
+    // The worst case gathers retrieval strength for the answer it was told
+    // to give, as a model bent on a confident answer would.
+    let query = match answer["category"].as_str().unwrap_or_default() {
+        "INFRA_ERROR" => "out of memory java heap space killed",
+        "CONFIG_ERROR" => "tls certificate docker image pull",
+        "DEPENDENCY_ERROR" => "cannot find module peer dependency conflict eresolve",
+        "CODE_ERROR" => "rustc compile error javac",
+        "TEST_FAILURE" => "assertion expected actual test failed junit",
+        _ => "",
+    };
+    if !forced && !query.is_empty() && !made.iter().any(|(n, _)| n == "search_knowledge") {
+        return (
+            "search_knowledge".into(),
+            json!({"query": query, "limit": 5}),
+        );
+    }
+    ("final_answer".into(), answer)
+}
+
+/// Everything in `text` that looks like an environment variable, a token
+/// or a key (`NAME=value`, `ghp_…`, `sk-…`, `Bearer …`).
+pub fn secret_looking(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || "\"'\\,;()[]{}<>".contains(c)) {
+        let env = word.split_once('=').is_some_and(|(k, v)| {
+            k.len() >= 3
+                && !v.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        });
+        let token = ["ghp_", "gho_", "sk-", "xoxb-", "AKIA"]
+            .iter()
+            .any(|p| word.starts_with(p));
+        if (env || token) && !found.iter().any(|f| f == word) {
+            found.push(word.to_string());
+        }
+    }
+    found
+}

@@ -3,6 +3,7 @@
 //! every answer, whichever reasoner drafted it.
 
 mod heuristic;
+pub mod injection;
 pub mod judge;
 pub mod llm;
 pub mod routing;
