@@ -24,7 +24,7 @@ use super::{
     AppState,
     auth::{Ingester, Reader},
     error::AppError,
-    header_str, store,
+    header_str, ingest, store, stored,
 };
 
 /// `POST /api/v1/analyses` body: exactly one of `log` and `log_url`.
@@ -94,26 +94,61 @@ pub async fn create(
         }
         (log, url) => (log.unwrap_or_default(), url.map(check_url).transpose()?),
     };
-    // An idempotency key is the caller's own: scoped to its token, so one
-    // token cannot claim a key another will use and hand it the wrong run.
-    let dedup_key = match header_str(&headers, "idempotency-key") {
-        Some(key) => format!("api:token:{}:{}", caller.id, check_idempotency_key(key)?),
-        None => match &log_url {
-            Some(url) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
-            None => format!("api:sha256:{}", hex(&Sha256::digest(log.as_bytes()))),
-        },
+    let build = req.build.map(|b| b.0);
+    // What was submitted, so a key's other users can be told apart.
+    let submission = hex(&Sha256::digest(
+        json!([
+            hex(&Sha256::digest(log.as_bytes())),
+            log_url,
+            req.job,
+            build,
+            req.test,
+            req.repository,
+            req.commit
+        ])
+        .to_string()
+        .as_bytes(),
+    ));
+    let key = header_str(&headers, "idempotency-key")
+        .map(check_idempotency_key)
+        .transpose()?;
+    let dedup_key = match (key, &log_url) {
+        (Some(key), _) => format!("api:{key}"),
+        (None, Some(url)) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
+        (None, None) => format!("api:sha256:{}", hex(&Sha256::digest(log.as_bytes()))),
     };
-    let event = NewEvent {
+    let mut event = NewEvent {
         dedup_key,
         source: "api".into(),
         job_name: req.job,
-        build_number: req.build.map(|b| b.0),
+        build_number: build,
         test_name: req.test,
         repository: req.repository,
         commit_sha: req.commit,
-        payload: json!({"api": {"log_url": log_url, "submitted_by": caller.name}}),
+        payload: json!({"api": {
+            "log_url": log_url,
+            "submitted_by": caller.name,
+            "submission_sha256": submission,
+        }}),
         ..NewEvent::default()
     };
+    let ingested = ingest(&state, &event, log.as_bytes()).await?;
+    let Some(key) = key.filter(|_| !ingested.created) else {
+        return Ok(stored(&event, ingested));
+    };
+    // An idempotency key is its token's own: the run another token made under
+    // the same key is answered only for the identical submission. Otherwise
+    // this token gets its own event under a key scoped to it, so no token can
+    // claim a key another will use and hand it the wrong run.
+    let theirs = events::payload(&state.pool, ingested.event_id)
+        .await?
+        .unwrap_or_default();
+    let same_caller = theirs["api"]["submitted_by"] == caller.name.as_str();
+    let same_submission = theirs["api"]["submission_sha256"] == submission.as_str();
+    if same_caller || same_submission {
+        return Ok(stored(&event, ingested));
+    }
+    event.dedup_key = format!("api:token:{}:{key}", caller.id);
     store(&state, &event, log.as_bytes()).await
 }
 

@@ -2,9 +2,11 @@
 //! role ([`Role`]); the webhooks have their own secrets (GitHub: HMAC of the
 //! body, see `github.rs`; Jenkins: a shared token, checked here).
 
+use std::net::{IpAddr, SocketAddr};
+
 use axum::{
-    extract::FromRequestParts,
-    http::{HeaderMap, header, request::Parts},
+    extract::{ConnectInfo, FromRequestParts},
+    http::{Extensions, HeaderMap, header, request::Parts},
 };
 use faultline_shared::{
     config::Secret,
@@ -25,14 +27,42 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+/// The client's address (set by the accept loop; absent in unit tests).
+pub fn client_ip(extensions: &Extensions) -> Option<IpAddr> {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+}
+
+/// 429 while `ip` has presented too many wrong tokens (checked before the token).
+pub fn check_throttle(state: &AppState, ip: Option<IpAddr>) -> Result<(), AppError> {
+    match ip.and_then(|ip| state.auth_throttle.blocked(ip)) {
+        Some(wait) => Err(AppError::TooManyAttempts(wait)),
+        None => Ok(()),
+    }
+}
+
+/// Counts a wrong token against `ip`.
+pub fn record_failure(state: &AppState, ip: Option<IpAddr>) {
+    if let Some(ip) = ip {
+        state.auth_throttle.failed(ip);
+    }
+}
+
 /// Looks the bearer token up and checks that its role grants `needed`.
+/// Wrong tokens count against the client's address (see `throttle`).
 async fn authorize(parts: &Parts, state: &AppState, needed: Role) -> Result<TokenRow, AppError> {
     let token = bearer(&parts.headers).ok_or(AppError::Unauthorized(
         "send an API token as `Authorization: Bearer <token>`",
     ))?;
-    let row = tokens::find_active(&state.pool, token)
-        .await?
-        .ok_or(AppError::Unauthorized("unknown or revoked API token"))?;
+    let ip = client_ip(&parts.extensions);
+    check_throttle(state, ip)?;
+    let Some(row) = tokens::find_active(&state.pool, token).await? else {
+        record_failure(state, ip);
+        return Err(AppError::Unauthorized(
+            "unknown, revoked or expired API token",
+        ));
+    };
     if !row.role().grants(needed) {
         return Err(AppError::Forbidden(format!(
             "token {:?} has role {}; this needs {needed} or admin",

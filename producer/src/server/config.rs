@@ -36,6 +36,11 @@ pub struct ServerConfig {
     /// `FAULTLINE_MAX_CONNECTIONS`: open connections; more wait in the
     /// listen backlog until one closes.
     pub max_connections: usize,
+    /// `FAULTLINE_AUTH_MAX_FAILURES`: wrong API or Jenkins tokens one client
+    /// address may present per `auth_failure_window` before it gets 429.
+    pub auth_max_failures: u32,
+    /// `FAULTLINE_AUTH_FAILURE_WINDOW`: the window of `auth_max_failures`.
+    pub auth_failure_window: Duration,
     /// `FAULTLINE_HTTP_DB_CONNECTIONS`: Postgres pool size of the server.
     pub db_connections: u32,
     /// `GITHUB_WEBHOOK_SECRET`: HMAC key of `X-Hub-Signature-256`; unset
@@ -93,6 +98,9 @@ impl ServerConfig {
             request_timeout: duration("FAULTLINE_REQUEST_TIMEOUT", "60s")?,
             max_in_flight: size(parse("FAULTLINE_MAX_IN_FLIGHT", "256")?),
             max_connections: size(parse("FAULTLINE_MAX_CONNECTIONS", "1024")?),
+            auth_max_failures: u32::try_from(parse("FAULTLINE_AUTH_MAX_FAILURES", "10")?)
+                .unwrap_or(u32::MAX),
+            auth_failure_window: duration("FAULTLINE_AUTH_FAILURE_WINDOW", "1m")?,
             db_connections: u32::try_from(db_connections)
                 .map_err(|e| invalid("FAULTLINE_HTTP_DB_CONNECTIONS", "", &e.to_string()))?,
             github_secret: get("GITHUB_WEBHOOK_SECRET").map(Secret::new),

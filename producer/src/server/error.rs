@@ -4,7 +4,7 @@
 use axum::{
     Json,
     extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection},
-    http::StatusCode,
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
 use faultline_producer::payload::PayloadError;
@@ -37,6 +37,9 @@ pub enum AppError {
     /// 408: the body stopped arriving (`FAULTLINE_BODY_READ_TIMEOUT`).
     #[error("request timeout")]
     RequestTimeout(String),
+    /// 429: too many wrong tokens from this client; retry after the duration.
+    #[error("too many failed authentication attempts")]
+    TooManyAttempts(std::time::Duration),
     /// 415: the body is not `application/json`.
     #[error("unsupported content type")]
     UnsupportedMediaType(String),
@@ -75,6 +78,7 @@ impl AppError {
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            AppError::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::NotConfigured(_) | AppError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -93,6 +97,9 @@ impl AppError {
             | AppError::Conflict(detail)
             | AppError::Unavailable(detail) => Value::String(detail.clone()),
             AppError::Unauthorized(why) => Value::String((*why).to_string()),
+            AppError::TooManyAttempts(wait) => {
+                Value::String(format!("retry in {}s", retry_after_secs(*wait)))
+            }
             AppError::NotConfigured(_)
             | AppError::NotFound(_)
             | AppError::MethodNotAllowed
@@ -169,6 +176,11 @@ impl From<PathRejection> for AppError {
     }
 }
 
+/// Whole seconds to wait, rounded up (never 0).
+fn retry_after_secs(wait: std::time::Duration) -> u64 {
+    wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
 /// True when reading the body failed because `RequestBodyTimeoutLayer` gave up.
 fn timed_out(rejection: &BytesRejection) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
@@ -195,6 +207,12 @@ impl IntoResponse for AppError {
             tracing::error!(error = format!("{e:#}"), "request failed");
         }
         let body = json!({"error": self.to_string(), "detail": self.detail()});
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let AppError::TooManyAttempts(wait) = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_secs(wait).into());
+        }
+        response
     }
 }

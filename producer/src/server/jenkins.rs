@@ -27,8 +27,20 @@ pub async fn webhook(
         .jenkins_token
         .as_ref()
         .ok_or(AppError::NotConfigured("JENKINS_WEBHOOK_TOKEN"))?;
-    // Authenticate before reading (and buffering) the body.
-    auth::check_shared_token(request.headers(), token)?;
+    // Authenticate before reading (and buffering) the body; wrong tokens
+    // count against the client's address.
+    let ip = auth::client_ip(request.extensions());
+    auth::check_throttle(&state, ip)?;
+    if let Err(e) = auth::check_shared_token(request.headers(), token) {
+        if request.headers().contains_key("x-faultline-token")
+            || request
+                .headers()
+                .contains_key(axum::http::header::AUTHORIZATION)
+        {
+            auth::record_failure(&state, ip);
+        }
+        return Err(e);
+    }
     require_json(request.headers())?;
     let body = Bytes::from_request(request, &state).await?;
     let build = match jenkins::parse(&body)? {

@@ -8,6 +8,7 @@
 //! - `api` — `/api/v1/analyses`.
 //! - `review` — `/api/v1/review/...`: list, claim, resolve, dismiss (audited).
 //! - `listen` — the accept loop: head read timeout, connection cap, peer address.
+//! - `throttle` — wrong tokens per client address: 429 past the limit.
 //!
 //! What a client can make the server hold is bounded: webhook bodies by
 //! `FAULTLINE_WEBHOOK_MAX_BODY_BYTES` (other routes by
@@ -29,6 +30,7 @@ mod github;
 mod jenkins;
 mod listen;
 mod review;
+mod throttle;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -66,6 +68,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// `REVIEW_CLAIM_TTL`: how long a review claim holds.
     pub review_claim_ttl: Duration,
+    /// Wrong API or Jenkins tokens per client address (429 past the limit).
+    pub auth_throttle: Arc<throttle::AuthThrottle>,
 }
 
 /// Reads the configuration, connects, binds, prints `listening on http://ADDR`
@@ -94,6 +98,10 @@ pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Res
             max_attempts: settings.max_attempts,
             priority: PRIORITY_LIVE,
         },
+        auth_throttle: Arc::new(throttle::AuthThrottle::new(
+            config.auth_max_failures,
+            config.auth_failure_window,
+        )),
         config: Arc::new(config),
         review_claim_ttl: settings.review_claim_ttl,
     };
@@ -228,10 +236,25 @@ async fn prometheus(State(state): State<AppState>) -> Response {
 /// Stores an accepted event (+ log, run, first step) and answers 202 with
 /// the run; a known dedup key answers the existing run with `created: false`.
 async fn store(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Response, AppError> {
+    let ingested = ingest(state, event, log).await?;
+    Ok(stored(event, ingested))
+}
+
+/// Stores an accepted event (+ log, run, first step), or finds the known one.
+async fn ingest(
+    state: &AppState,
+    event: &NewEvent,
+    log: &[u8],
+) -> Result<events::Ingested, AppError> {
     let ingested = events::ingest(&state.pool, event, log, state.limits)
         .await
         .context("failed to store the event")?;
     faultline_shared::metrics::ingested(&event.source, ingested.created);
+    Ok(ingested)
+}
+
+/// 202 with the run (`created: false` for a known event).
+fn stored(event: &NewEvent, ingested: events::Ingested) -> Response {
     tracing::info!(
         run_id = %ingested.run_id,
         source = %event.source,
@@ -244,12 +267,12 @@ async fn store(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Respons
         "event_id": ingested.event_id,
         "created": ingested.created,
     });
-    Ok((
+    (
         StatusCode::ACCEPTED,
         [(header::LOCATION, location)],
         Json(body),
     )
-        .into_response())
+        .into_response()
 }
 
 /// 202 for a well-formed delivery that is not analysed, with the precise reason.

@@ -59,6 +59,8 @@ pub struct TokenRow {
     pub role: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// When the token stops working; `None`: never.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl TokenRow {
@@ -79,6 +81,8 @@ pub fn hash(token: &str) -> String {
     crate::hex(&Sha256::digest(token.as_bytes()))
 }
 
+const COLUMNS: &str = "id, name, role, created_at, revoked_at, expires_at";
+
 /// Stores a new token under `name`; `None` when the name is already taken.
 pub async fn create(
     pool: &PgPool,
@@ -86,25 +90,40 @@ pub async fn create(
     role: Role,
     token: &str,
 ) -> sqlx::Result<Option<TokenRow>> {
-    sqlx::query_as(
-        "INSERT INTO api_tokens (id, name, role, token_sha256) VALUES ($1, $2, $3, $4)
+    create_expiring(pool, name, role, token, None).await
+}
+
+/// Stores a new token under `name` that stops working `expires_in` from now
+/// (`None`: never); `None` when the name is already taken.
+pub async fn create_expiring(
+    pool: &PgPool,
+    name: &str,
+    role: Role,
+    token: &str,
+    expires_in: Option<std::time::Duration>,
+) -> sqlx::Result<Option<TokenRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO api_tokens (id, name, role, token_sha256, expires_at)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
          ON CONFLICT (name) DO NOTHING
-         RETURNING id, name, role, created_at, revoked_at",
-    )
+         RETURNING {COLUMNS}"
+    )))
     .bind(Uuid::now_v7())
     .bind(name)
     .bind(role.as_str())
     .bind(hash(token))
+    .bind(expires_in.map(|d| d.as_secs_f64()))
     .fetch_optional(pool)
     .await
 }
 
-/// Finds the unrevoked token with this secret.
+/// Finds the token with this secret that is neither revoked nor expired.
 pub async fn find_active(pool: &PgPool, token: &str) -> sqlx::Result<Option<TokenRow>> {
-    sqlx::query_as(
-        "SELECT id, name, role, created_at, revoked_at FROM api_tokens
-         WHERE token_sha256 = $1 AND revoked_at IS NULL",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM api_tokens
+         WHERE token_sha256 = $1 AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > now())"
+    )))
     .bind(hash(token))
     .fetch_optional(pool)
     .await
@@ -112,9 +131,9 @@ pub async fn find_active(pool: &PgPool, token: &str) -> sqlx::Result<Option<Toke
 
 /// Lists every token (never their secrets), oldest first.
 pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<TokenRow>> {
-    sqlx::query_as(
-        "SELECT id, name, role, created_at, revoked_at FROM api_tokens ORDER BY created_at",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM api_tokens ORDER BY created_at"
+    )))
     .fetch_all(pool)
     .await
 }

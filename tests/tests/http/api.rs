@@ -404,3 +404,118 @@ async fn an_idempotency_key_belongs_to_the_token_that_used_it() {
         (first["run_id"].clone(), json!(false))
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_token_gets_401_like_a_revoked_one_and_token_list_shows_expiry() {
+    let db = TestDb::new().await;
+    let short = db.cli_ok(
+        &[
+            "token",
+            "create",
+            "--role",
+            "reviewer",
+            "--name",
+            "short",
+            "--expires-in",
+            "2s",
+        ],
+        &[],
+    );
+    let long = db.cli_ok(
+        &[
+            "token",
+            "create",
+            "--role",
+            "reviewer",
+            "--name",
+            "long",
+            "--expires-in",
+            "30d",
+        ],
+        &[],
+    );
+    let bad = db.cli(
+        &[
+            "token",
+            "create",
+            "--role",
+            "reviewer",
+            "--name",
+            "x",
+            "--expires-in",
+            "soon",
+        ],
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(2), "a clap usage error");
+    let server = Server::start(&db, &[]).await;
+    let list = || server.get("/api/v1/review").bearer_auth(&short);
+    let (status, body) = send(list()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, err) = wait_until(Duration::from_secs(15), || async {
+        let (status, err) = send(list()).await;
+        (status != StatusCode::OK).then_some((status, err))
+    })
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{err}");
+    assert_eq!(err["detail"], "unknown, revoked or expired API token");
+    assert_eq!(
+        send(server.get("/api/v1/review").bearer_auth(&long))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let listed = db.cli_ok(&["token", "list"], &[]);
+    let line = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {listed}"))
+            .to_string()
+    };
+    assert!(line("short").contains("expired "), "{listed}");
+    assert!(line("long").contains("active, expires "), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_presenting_too_many_wrong_tokens_gets_429_with_retry_after() {
+    let db = TestDb::new().await;
+    let admin = db.cli_ok(
+        &["token", "create", "--role", "admin", "--name", "ops"],
+        &[],
+    );
+    let server = Server::start(&db, &[("FAULTLINE_AUTH_MAX_FAILURES", "3")]).await;
+    let review = |token: &str| server.get("/api/v1/review").bearer_auth(token);
+    // No token at all is not a guess and does not count.
+    for _ in 0..5 {
+        assert_eq!(
+            send(server.get("/api/v1/review")).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(send(review(&admin)).await.0, StatusCode::OK);
+    for guess in ["flt_1", "flt_2"] {
+        assert_eq!(send(review(guess)).await.0, StatusCode::UNAUTHORIZED);
+    }
+    // Wrong Jenkins tokens count too.
+    let (status, _) = send(
+        server
+            .post("/webhooks/jenkins")
+            .header("x-faultline-token", "guess")
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Past the limit every token check from this address is refused, the
+    // right token included (a right guess must not show while blocked).
+    for token in ["flt_4", admin.as_str()] {
+        let resp = review(token).send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        let retry: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
+    }
+}
