@@ -32,8 +32,11 @@ struct Args {
     /// Worker id used for leases (default: host-pid).
     #[arg(long, env = "FAULTLINE_WORKER_ID")]
     id: Option<String>,
-    /// Address of /healthz, /readyz and /metrics (`off` disables; port 0 picks one).
-    #[arg(long, env = "WORKER_HTTP_ADDR", default_value = "0.0.0.0:9464", value_parser = health::parse_addr)]
+    /// Address of /healthz, /readyz and /metrics (`off` disables; port 0
+    /// picks one). Loopback by default: the port is unauthenticated, so
+    /// reaching it from other hosts is the operator's choice (the container
+    /// image sets 0.0.0.0:9464 for the orchestrator and the scraper).
+    #[arg(long, env = "WORKER_HTTP_ADDR", default_value = "127.0.0.1:9464", value_parser = health::parse_addr)]
     http_addr: health::HttpAddr,
 }
 
@@ -174,5 +177,25 @@ async fn wait_for_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_port_listens_on_loopback_unless_told_otherwise() {
+        let args = Args::try_parse_from(["faultline-worker"]).unwrap();
+        assert_eq!(
+            args.http_addr,
+            health::HttpAddr(Some("127.0.0.1:9464".parse().unwrap()))
+        );
+        let args =
+            Args::try_parse_from(["faultline-worker", "--http-addr", "0.0.0.0:9464"]).unwrap();
+        assert_eq!(
+            args.http_addr,
+            health::HttpAddr(Some("0.0.0.0:9464".parse().unwrap()))
+        );
     }
 }
