@@ -395,7 +395,8 @@ async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
     // The task without metadata failed one fetch; the consumer went on at once.
     assert!(
         w.stderr().contains("malformed step task dead-lettered")
-            && w.stderr().contains("step consumer failed on a malformed task; restarting"),
+            && w.stderr()
+                .contains("step consumer failed on a malformed task; restarting"),
         "{}",
         w.stderr()
     );
