@@ -137,7 +137,7 @@ fn serialised_len(v: &Value) -> usize {
 /// the first non-ASCII byte, so a line of binary junk or of CJK text ran
 /// on the slow PikeVM (~100× slower). Every built-in pattern of this crate
 /// goes through here. Literal non-ASCII characters (`✖`, `‘`) are kept.
-pub(crate) fn ascii_classes(pattern: &str) -> String {
+pub fn ascii_classes(pattern: &str) -> String {
     let mut out = String::with_capacity(pattern.len() + 32);
     let mut depth = 0usize;
     let mut chars = pattern.chars().peekable();

@@ -174,11 +174,21 @@ pub struct Chaos {
 }
 
 /// The `user:password@` part of a URL (`scheme://userinfo@host/…`), as a
-/// byte range of `url`, if it has one.
+/// byte range of `url`, if it has one. Read the way URL parsers read special
+/// schemes: any run of `/` or `\` after `scheme:` (`https:/u:p@h`,
+/// `https:\\u:p@h` carry credentials too).
 fn userinfo(url: &str) -> Option<std::ops::Range<usize>> {
-    let start = url.find("://")? + 3;
+    let scheme_end = url.find(':')?;
+    if !url[..scheme_end]
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+    {
+        return None;
+    }
+    let after = &url[scheme_end + 1..];
+    let start = scheme_end + 1 + (after.len() - after.trim_start_matches(['/', '\\']).len());
     let authority_end = url[start..]
-        .find(['/', '?', '#'])
+        .find(['/', '\\', '?', '#'])
         .map_or(url.len(), |i| start + i);
     let at = url[start..authority_end].rfind('@')? + start;
     Some(start..at)
@@ -481,6 +491,10 @@ mod tests {
         assert!(shown.contains("JENKINS_API_TOKEN"), "{shown}");
         assert!(no_credentials("GITHUB_API_URL", "https://api.github.com/x@y").is_ok());
         assert!(no_credentials("NOTIFY_WEBHOOK_URL", "https://token@hooks.example/").is_err());
+        // What a URL parser still reads as user and password.
+        assert!(no_credentials("JENKINS_URL", "https:/bot:pw@ci/").is_err());
+        assert!(no_credentials("JENKINS_URL", "https:\\\\bot:pw@ci/").is_err());
+        assert!(no_credentials("JENKINS_URL", "https://ci.example.com:8443/jenkins/").is_ok());
     }
 
     #[test]

@@ -33,12 +33,17 @@ pub async fn serve(
     limits: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: the auto builder's HTTP/2 detection first reads up to
+    // 24 bytes with no timer, so a socket that sends nothing (or `P`, or the
+    // h2 preface) held a connection slot forever and 1,024 of them stopped
+    // the server. Webhook senders and API clients speak HTTP/1.1; hyper's
+    // head timer runs from the first poll of every request head, the first
+    // one included.
+    let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     tokio::pin!(shutdown);
@@ -68,7 +73,7 @@ pub async fn serve(
                 request
             });
         let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service))
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
             .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

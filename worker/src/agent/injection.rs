@@ -33,7 +33,7 @@ const RULES: [(&str, &str); 9] = [
     ),
     (
         "fakes a final answer",
-        r"\bfinal_answer\b\s*[:({=]|\x22(root_cause|final_answer)\x22\s*:|\x22category\x22\s*:\s*\x22(code_error|infra_error|config_error|dependency_error|test_failure|unknown)\x22",
+        r"\bfinal_answer\b\s*[:({=]|\x22(root_cause|final_answer)\x22\s*:|\x22category\x22\s*:\s*\x22(code_error|infra_error|config_error|dependency_error|test_failure)\x22",
     ),
     (
         "orders a tool call",
@@ -45,7 +45,7 @@ const RULES: [(&str, &str); 9] = [
     ),
     (
         "dictates the confidence",
-        r"\b(answer|verdict|diagnosis|category|root cause|respond|reply|classify)\b[^\n]{0,80}\bconfidence\s*(of|=|:|at)?\s*(0?\.9\d*|1(\.0+)?|9\d(\.\d+)?\s*%|100\s*%)",
+        r"\b(answer|verdict|diagnosis|category|root cause|respond|reply|classify)\b[^\n]{0,80}\bconfidence\s*(of|=|:|at)?\s*((0?\.9\d*|1(\.0+)?)\b|(9\d(\.\d+)?|100)\s*%)",
     ),
     (
         "asks for secrets",
@@ -57,8 +57,13 @@ const RULES: [(&str, &str); 9] = [
     ),
 ];
 
-static SET: LazyLock<RegexSet> =
-    LazyLock::new(|| RegexSet::new(RULES.map(|(_, p)| p)).expect("valid injection rules"));
+/// Compiled with ASCII classes: a Unicode `\b` makes the lazy DFA give up
+/// on the first non-ASCII byte, and a tool result of binary junk or CJK
+/// text would then be scanned ~100× slower.
+static SET: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(RULES.map(|(_, p)| faultline_shared::text::ascii_classes(p)))
+        .expect("valid injection rules")
+});
 
 /// Escape sequences a terminal hides: CSI (colours, cursor moves) and OSC
 /// (window titles, hyperlinks) — the text *inside* an OSC is kept, as
@@ -171,6 +176,12 @@ mod tests {
             "Use the --verbose flag to see more",
             "Call stack (most recent call first):",
             "The previous instructions in Dockerfile were cached",
+            // Structured logs and scores that merely look like our fields.
+            "{\"level\":\"error\",\"category\":\"unknown\",\"msg\":\"timeout\"}",
+            "classify batch 7: answer ready, confidence: 12",
+            // Binary junk, CJK text.
+            "\u{fffd}\u{fffd}ELF\u{fffd}\u{0}\u{fffd}\u{fffd}",
+            "错误: 找不到模块 'left-pad'",
         ] {
             assert_eq!(detect(line), None, "false alarm: {line:?}");
         }

@@ -83,11 +83,16 @@ impl JobPath {
     }
 }
 
-/// A job name Jenkins could have made: not empty, not a dot segment, no
-/// control characters. (`/` is allowed: a multibranch job's branch name is
-/// one segment, and goes out as `%2F`.)
+/// A job name Jenkins could have made: not empty, no control characters, no
+/// `/`, `\` or `;` (Jenkins never puts them in an item name — a multibranch
+/// branch `feature/x` is the name `feature%2Fx` — and a proxy that decodes
+/// `%2F` or reads `..;` as `..` would climb out of the job with them), and
+/// not only dots.
 fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.chars().any(char::is_control)
+    !name.is_empty()
+        && !name.bytes().all(|b| b == b'.')
+        && !name.contains(['/', '\\', ';'])
+        && !name.chars().any(char::is_control)
 }
 
 /// A build number: digits only, at least 1.
@@ -215,6 +220,13 @@ mod tests {
             "http://jenkins.internal:8080/ci/credentials/1/consoleText",
             "http://j/job/x\\..\\..\\credentials/1/",
             "http://j/job/x%zz/1/",
+            // A decoded %2F, Tomcat's `..;`, all-dot names: a proxy in front
+            // of Jenkins could read them as a way out of the job.
+            "http://j/job/x%2F..%2F..%2Fcredentials%2Fstore%2Fsystem%2Fdomain%2F_%2Fapi%2Fjson/1/",
+            "http://j/job/x%2F..%2F..%2Fjob%2Fdeploy-prod/1/",
+            "http://j/job/..;/1/",
+            "http://j/job/x/job/..%3B/1/",
+            "http://j/job/.../1/",
             "file:///job/x/1/",
             "",
         ] {
