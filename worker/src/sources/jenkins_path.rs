@@ -14,9 +14,10 @@
 use reqwest::Url;
 
 /// A job: the names of its folders and itself (`team`, `app`, `main` for
-/// `job/team/job/app/job/main`), decoded.
+/// `job/team/job/app/job/main`), decoded, and for a multi-configuration
+/// (matrix) job the configuration (`label=linux,jdk=17`) its build ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobPath(Vec<String>);
+pub struct JobPath(Vec<String>, Option<String>);
 
 impl JobPath {
     /// From names separated by `/` (`team/app/main`), as the
@@ -30,7 +31,7 @@ impl JobPath {
         if names.iter().any(|n| !valid_name(n)) {
             return Err(format!("job {job:?} is not a Jenkins job name"));
         }
-        Ok(Self(names))
+        Ok(Self(names, None))
     }
 
     /// From a job URL, absolute or relative (`https://ci/job/a/job/b/`,
@@ -50,7 +51,14 @@ impl JobPath {
     pub fn from_build_url(text: &str) -> Result<(Self, u64), String> {
         let bad = || format!("{text:?} is not a Jenkins build URL");
         let segments = segments(text).ok_or_else(bad)?;
-        let (job, rest) = job_pairs(&segments).ok_or_else(bad)?;
+        let (mut job, mut rest) = job_pairs(&segments).ok_or_else(bad)?;
+        // A matrix build: `job/m/label=linux/7/`.
+        if let [config, _, ..] = rest.as_slice()
+            && is_configuration(config)
+        {
+            job.1 = Some(config.to_string());
+            rest.remove(0);
+        }
         let (number, tail) = rest.split_first().ok_or_else(bad)?;
         let number = build_number(number).ok_or_else(bad)?;
         match tail {
@@ -71,6 +79,9 @@ impl JobPath {
             path.pop_if_empty();
             for name in &self.0 {
                 path.push("job").push(name);
+            }
+            if let Some(config) = &self.1 {
+                path.push(config);
             }
             path.extend(rest);
         }
@@ -93,6 +104,20 @@ fn valid_name(name: &str) -> bool {
         && !name.bytes().all(|b| b == b'.')
         && !name.contains(['/', '\\', ';'])
         && !name.chars().any(char::is_control)
+}
+
+/// A matrix configuration segment: `axis=value` pairs joined by `,`, each
+/// axis a plain name, the whole a valid name.
+fn is_configuration(segment: &str) -> bool {
+    valid_name(segment)
+        && segment.split(',').all(|pair| {
+            pair.split_once('=').is_some_and(|(axis, _)| {
+                !axis.is_empty()
+                    && axis
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            })
+        })
 }
 
 /// A build number: digits only, at least 1.
@@ -146,7 +171,10 @@ fn job_pairs(segments: &[String]) -> Option<(JobPath, Vec<&str>)> {
     if names.is_empty() {
         return None;
     }
-    Some((JobPath(names), rest.iter().map(String::as_str).collect()))
+    Some((
+        JobPath(names, None),
+        rest.iter().map(String::as_str).collect(),
+    ))
 }
 
 /// `%XX` decoded; `None` for a broken escape or bytes that are not UTF-8.
@@ -202,6 +230,22 @@ mod tests {
     }
 
     #[test]
+    fn a_matrix_build_keeps_its_configuration() {
+        assert_eq!(
+            console("https://ci.example.com/job/m/label=linux,jdk=17/7/").unwrap(),
+            "http://jenkins.internal:8080/ci/job/m/label=linux,jdk=17/7/consoleText"
+        );
+        for url in [
+            "https://ci.example.com/job/m/label=linux/config.xml",
+            "https://ci.example.com/job/m/=linux/7/",
+            "https://ci.example.com/job/m/a=..;/7/",
+            "https://ci.example.com/job/m/label=linux/7/api/json",
+        ] {
+            assert!(console(url).is_err(), "{url} was accepted");
+        }
+    }
+
+    #[test]
     fn urls_that_are_not_a_build_are_refused() {
         for url in [
             // Issue 14, finding 1: a fragment hides the appended consoleText.
@@ -252,7 +296,7 @@ mod tests {
         assert!(JobPath::from_names("a/../b").is_err());
         assert!(JobPath::from_names("").is_err());
         // A name with a slash is one segment, never two.
-        let one = JobPath(vec!["a/../../credentials".into()]);
+        let one = JobPath(vec!["a/../../credentials".into()], None);
         assert_eq!(
             one.console_url(&root(), 1).as_str(),
             "http://jenkins.internal:8080/ci/job/a%2F..%2F..%2Fcredentials/1/consoleText"
