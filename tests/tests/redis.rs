@@ -322,6 +322,31 @@ async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
     };
     let not_json = faultline_shared::queue::step_job(&step).0;
     let no_meta = faultline_shared::queue::step_job(&step).0;
+    // Metadata that looks numeric or textual but that apalis cannot read.
+    let huge_attempts = faultline_shared::queue::step_job(&step).0;
+    let not_utf8 = faultline_shared::queue::step_job(&step).0;
+    let valid_step =
+        r#"{"run_id":"00000000-0000-0000-0000-000000000000","iteration":1,"attempt":0}"#;
+    for (id, field, value) in [
+        (&huge_attempts, "attempts", &b"4294967296"[..]),
+        (&not_utf8, "locked_by", &b"\xff\xfe"[..]),
+    ] {
+        let _: () = redis::pipe()
+            .hset(format!("{queue}:data"), id, valid_step)
+            .hset_multiple(
+                format!("{queue}:meta:{id}"),
+                &[
+                    ("attempts", &b"0"[..]),
+                    ("max_attempts", &b"3"[..]),
+                    ("status", &b"Pending"[..]),
+                ],
+            )
+            .hset(format!("{queue}:meta:{id}"), field, value)
+            .rpush(format!("{queue}:active"), id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
     let _: () = redis::pipe()
         .hset(format!("{queue}:data"), &not_json, "{\"run_id\": oops")
         .hset_multiple(
@@ -367,7 +392,7 @@ async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
             .query_async(&mut conn)
             .await
             .unwrap();
-        if dead.len() >= 2 || std::time::Instant::now() > deadline {
+        if dead.len() >= 4 || std::time::Instant::now() > deadline {
             break dead;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -392,6 +417,16 @@ async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
                 .contains("attempts missing")),
         "{dead:?}"
     );
+    for (id, why) in [
+        (&huge_attempts, "attempts missing or not a number"),
+        (&not_utf8, "not ASCII"),
+    ] {
+        assert!(
+            reasons.iter().any(|r| r["id"] == id.as_str()
+                && r["reason"].as_str().unwrap_or("").contains(why)),
+            "{id}: {why}: {dead:?}"
+        );
+    }
     // The task without metadata failed one fetch; the consumer went on at once.
     assert!(
         w.stderr().contains("malformed step task dead-lettered")

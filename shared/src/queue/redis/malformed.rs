@@ -88,8 +88,17 @@ local function flaw(id)
   if #id ~= 26 or id:find('[^0-9A-Za-z]') then return 'task id is not a ULID' end
   if redis.call('hexists', data, id) == 0 then return 'no task data' end
   local m = redis.call('hmget', meta .. ':' .. id, 'attempts', 'max_attempts', 'status')
-  if not m[1] or not tostring(m[1]):match('^%d+$') then return 'metadata: attempts missing or not a number' end
-  if not m[2] or not tostring(m[2]):match('^%d+$') then return 'metadata: max_attempts missing or not a number' end
+  -- apalis reads these as u32 and every field as UTF-8 text.
+  local function u32(v)
+    v = v and tostring(v)
+    return v and #v <= 10 and v:match('^%d+$') and tonumber(v) <= 4294967295
+  end
+  if not u32(m[1]) then return 'metadata: attempts missing or not a number' end
+  if not u32(m[2]) then return 'metadata: max_attempts missing or not a number' end
+  local all = redis.call('hgetall', meta .. ':' .. id)
+  for i = 1, #all do
+    if all[i]:find('[\128-\255]') then return 'metadata: a field is not ASCII text' end
+  end
   if not m[3] or not statuses[m[3]] then return 'metadata: status missing or unknown' end
   return nil
 end
