@@ -374,4 +374,17 @@ impl TestDb {
     pub fn token(&self, role: &str, name: &str) -> String {
         self.cli_ok(&["token", "create", "--role", role, "--name", name], &[])
     }
+
+    /// The journaled observation of the run's first call of `tool`.
+    pub async fn observation(&self, run: Uuid, tool: &str) -> serde_json::Value {
+        sqlx::query_scalar(
+            "SELECT observation FROM run_steps WHERE run_id = $1 AND action = $2
+             ORDER BY iteration LIMIT 1",
+        )
+        .bind(run)
+        .bind(tool)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap_or_else(|e| panic!("no {tool} step in run {run}: {e}"))
+    }
 }

@@ -118,12 +118,7 @@ async fn stored_logs_keep_every_byte_and_stream_in_chunks() {
     // The worker's excerpt tool finds the failure in the middle chunk.
     let _worker = db.worker("w", &[]);
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
-    let observation: serde_json::Value =
-        sqlx::query_scalar("SELECT observation FROM run_steps WHERE run_id = $1 AND iteration = 1")
-            .bind(run)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
+    let observation = db.observation(run, "log_excerpt").await;
     assert!(
         observation
             .to_string()
@@ -248,12 +243,7 @@ async fn a_log_with_nul_bytes_is_analysed_and_its_lines_shown() {
         status == "completed" || status == "needs_review",
         "{status}: {error:?}"
     );
-    let observation: serde_json::Value =
-        sqlx::query_scalar("SELECT observation FROM run_steps WHERE run_id = $1 AND iteration = 1")
-            .bind(run)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
+    let observation = db.observation(run, "log_excerpt").await;
     let shown = observation.to_string();
     assert!(
         shown.contains("Could not resolve 'deb.example.org'\u{2400}"),

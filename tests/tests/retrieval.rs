@@ -28,18 +28,6 @@ async fn actions(db: &TestDb, run: Uuid) -> Vec<String> {
         .unwrap()
 }
 
-/// The observation of the run's (first) call of `tool`.
-async fn observation(db: &TestDb, run: Uuid, tool: &str) -> Value {
-    sqlx::query_scalar(
-        "SELECT observation FROM run_steps WHERE run_id = $1 AND action = $2 ORDER BY iteration LIMIT 1",
-    )
-    .bind(run)
-    .bind(tool)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap_or_else(|e| panic!("no {tool} step in run {run}: {e}"))
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failure_with_another_fingerprint_but_similar_text_is_found_by_trigrams() {
     let db = TestDb::new().await;
@@ -75,7 +63,7 @@ async fn a_failure_with_another_fingerprint_but_similar_text_is_found_by_trigram
             .await
             .unwrap();
     assert_ne!(fingerprints[0], fingerprints[1], "the fingerprints differ");
-    let obs = observation(&db, second, "similar_failures").await;
+    let obs = db.observation(second, "similar_failures").await;
     let matches = obs["matches"].as_array().unwrap();
     assert_eq!(matches.len(), 1, "{obs:#}");
     let m = &matches[0];
@@ -316,7 +304,7 @@ async fn routing_follows_the_category_infra_reads_no_code_and_tests_read_their_h
         ["log_excerpt", "failure_history"],
         "a test failure consults its history first: {test_actions:?}"
     );
-    let h = observation(&db, test, "failure_history").await;
+    let h = db.observation(test, "failure_history").await;
     assert_eq!(h["job"], "api");
     assert_eq!(h["history"]["failures"], 1);
     assert_eq!(h["history"]["passes"], 1);
@@ -381,7 +369,7 @@ async fn an_unrelated_past_failure_below_the_relevance_floor_is_neither_cited_no
     assert_eq!(result(&db, dns).await["category"], "INFRA_ERROR");
     let oom = analyse(&db, "oom.log", &oom_log()).await;
 
-    let obs = observation(&db, oom, "similar_failures").await;
+    let obs = db.observation(oom, "similar_failures").await;
     let dns_id = dns.to_string();
     assert!(
         obs["matches"]
@@ -433,7 +421,7 @@ async fn a_genuinely_similar_past_failure_is_still_cited_and_counted() {
     )
     .await;
 
-    let obs = observation(&db, now, "similar_failures").await;
+    let obs = db.observation(now, "similar_failures").await;
     let past_id = past.to_string();
     let m = obs["matches"]
         .as_array()

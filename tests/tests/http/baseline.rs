@@ -217,18 +217,6 @@ async fn finished(db: &TestDb, run: Uuid, stderr: impl Fn() -> String) {
     );
 }
 
-/// The observation of the run's `log_excerpt` call.
-async fn excerpt_observation(db: &TestDb, run: Uuid) -> Value {
-    sqlx::query_scalar(
-        "SELECT observation FROM run_steps WHERE run_id = $1 AND action = 'log_excerpt'
-         ORDER BY iteration LIMIT 1",
-    )
-    .bind(run)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap()
-}
-
 /// The text of an observation's excerpt lines.
 fn lines(observation: &Value) -> String {
     observation["lines"]
@@ -306,7 +294,7 @@ async fn a_github_failure_is_excerpted_against_the_last_green_run_of_its_job() {
     let authorization = gh.green_runs.hits.lock().unwrap()[0].1["authorization"].clone();
     assert_eq!(authorization, format!("Bearer {GITHUB_TOKEN}").as_str());
 
-    let observation = excerpt_observation(&db, run).await;
+    let observation = db.observation(run, "log_excerpt").await;
     let text = lines(&observation);
     assert!(text.contains(GITHUB_FAILURE), "{text}");
     assert!(text.contains("FAIL src/ledger.test.js"), "{text}");
@@ -339,7 +327,7 @@ async fn a_github_failure_without_a_green_run_gets_the_plain_excerpt() {
     assert_eq!(stored_baseline(&db, event).await, "");
     assert_eq!((gh.green_runs.count(), gh.green_jobs.count()), (1, 0));
 
-    let observation = excerpt_observation(&db, run).await;
+    let observation = db.observation(run, "log_excerpt").await;
     assert_eq!(observation["baseline"], format!("none ({reason})"));
     let text = lines(&observation);
     assert!(text.contains(GITHUB_NOISE), "the plain excerpt: {text}");
@@ -393,7 +381,7 @@ async fn a_resumed_run_does_not_fetch_the_baseline_again() {
         attempts >= 1,
         "the first iteration was retried after the crash"
     );
-    let text = lines(&excerpt_observation(&db, run).await);
+    let text = lines(&db.observation(run, "log_excerpt").await);
     assert!(
         text.contains(GITHUB_FAILURE) && !text.contains(GITHUB_NOISE),
         "the resumed run uses the stored baseline: {text}"
@@ -468,7 +456,7 @@ async fn a_jenkins_failure_is_excerpted_against_the_last_successful_build() {
     assert_eq!(stored_baseline(&db, event).await, green);
     assert_eq!((jenkins.count(), jenkins.green_count()), (1, 1));
 
-    let observation = excerpt_observation(&db, run).await;
+    let observation = db.observation(run, "log_excerpt").await;
     let text = lines(&observation);
     assert!(text.contains(JENKINS_FAILURE), "{text}");
     assert!(!text.contains(JENKINS_NOISE), "{text}");
@@ -499,7 +487,7 @@ async fn a_jenkins_job_that_never_passed_gets_the_plain_excerpt() {
         "{reason}"
     );
     assert_eq!(jenkins.green_count(), 1, "a 404 is not retried");
-    let observation = excerpt_observation(&db, run).await;
+    let observation = db.observation(run, "log_excerpt").await;
     assert_eq!(observation["baseline"], format!("none ({reason})"));
     let text = lines(&observation);
     assert!(text.contains(JENKINS_NOISE), "the plain excerpt: {text}");
