@@ -3,6 +3,8 @@
 //! (observations, answers, model replies): no log, tool or model can put
 //! more than [`JsonBounds`] bytes into one journal row.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// At most `max` bytes of `s`, cut on a character boundary.
@@ -62,9 +64,10 @@ pub fn bound_json(v: &mut Value, bounds: &JsonBounds) -> bool {
     changed
 }
 
-/// `s` without NUL characters, cut to `max` bytes with the marker.
-pub fn bound_string(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    let mut s = std::borrow::Cow::Borrowed(s);
+/// `s` without NUL characters, cut to `max` bytes with the marker;
+/// borrowed when it already was.
+pub fn bound_string(s: &str, max: usize) -> Cow<'_, str> {
+    let mut s = Cow::Borrowed(s);
     if s.contains('\0') {
         s = s.replace('\0', "\u{2400}").into();
     }
@@ -77,17 +80,13 @@ pub fn bound_string(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 
 fn walk(v: &mut Value, strings: usize, items: usize) -> bool {
     match v {
-        Value::String(s) => {
-            // The marker itself is short: a string just over the cap after
-            // an earlier pass is not cut again.
-            if s.len() <= strings + 32 && !s.contains('\0') {
-                return false;
+        Value::String(s) => match bound_string(s, strings) {
+            Cow::Owned(bounded) => {
+                *s = bounded;
+                true
             }
-            let bounded = bound_string(s, strings).into_owned();
-            let changed = bounded != *s;
-            *s = bounded;
-            changed
-        }
+            Cow::Borrowed(_) => false,
+        },
         Value::Array(a) => {
             let mut changed = a.len() > items;
             a.truncate(items);

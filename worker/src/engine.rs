@@ -18,6 +18,7 @@
 //! run into the review queue.
 
 use std::{
+    borrow::Cow,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -657,8 +658,8 @@ const MAX_FAILURE_TEXT_BYTES: usize = 4096;
 /// Caps every free-form field of a journal row ([`JsonBounds::JOURNAL`]).
 fn bound_record(record: &mut StepRecord) {
     let bounds = &JsonBounds::JOURNAL;
-    if record.thought.len() > bounds.max_string_bytes || record.thought.contains('\0') {
-        record.thought = text::bound_string(&record.thought, bounds.max_string_bytes).into_owned();
+    if let Cow::Owned(thought) = text::bound_string(&record.thought, bounds.max_string_bytes) {
+        record.thought = thought;
     }
     text::bound_json(&mut record.observation, bounds);
     text::bound_json(&mut record.action_input, bounds);
