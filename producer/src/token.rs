@@ -39,8 +39,7 @@ pub async fn run(pool: &PgPool, command: TokenCommand) -> anyhow::Result<()> {
                 bail!("--name must not be empty");
             }
             let token = tokens::generate();
-            let Some(row) = tokens::create_expiring(pool, name, role, &token, expires_in).await?
-            else {
+            let Some(row) = tokens::create(pool, name, role, &token, expires_in).await? else {
                 bail!("a token named {name:?} already exists");
             };
             outln!("{token}")?;

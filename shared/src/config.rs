@@ -194,23 +194,6 @@ fn userinfo(url: &str) -> Option<std::ops::Range<usize>> {
     Some(start..at)
 }
 
-/// `url` with any password replaced by `***`, for logs and error messages:
-/// `redis://:hunter2@h:6379` → `redis://:***@h:6379` (issue 14). Only the
-/// URLs that must carry a password (`DATABASE_URL`, `REDIS_URL`) need it;
-/// the others refuse credentials ([`no_credentials`]).
-pub fn redact_url(url: &str) -> String {
-    match userinfo(url) {
-        Some(range) => {
-            let user = match url[range.clone()].split_once(':') {
-                Some((user, _)) => format!("{user}:***"),
-                None => url[range.clone()].to_string(),
-            };
-            format!("{}{user}{}", &url[..range.start], &url[range.end..])
-        }
-        None => url.to_string(),
-    }
-}
-
 /// Refuses a URL with credentials in it (`https://user:token@host/`): they
 /// would show wherever the URL is shown (start-up log, `log_fetches`, the
 /// journal, the model's prompt, the trace API). Each service has its own
@@ -470,18 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn passwords_in_urls_are_redacted_or_refused() {
-        assert_eq!(
-            redact_url("redis://default:hunter2@cache:6379/0"),
-            "redis://default:***@cache:6379/0"
-        );
-        assert_eq!(
-            redact_url("rediss://:p@ss:w0rd@cache/0?x=@"),
-            "rediss://:***@cache/0?x=@"
-        );
-        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
-        assert_eq!(redact_url("not a url"), "not a url");
+    fn credentials_in_urls_are_refused_without_showing_them() {
         let err = no_credentials("JENKINS_URL", "https://bot:s3cret@ci.example.com/").unwrap_err();
         let shown = err.to_string();
         assert!(

@@ -48,8 +48,10 @@ impl FailedBuild {
 
 /// Parses the body of a notification.
 pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
-    let n: Body = from_json(body)?;
+    let mut n: Body = from_json(body)?;
     n.check()?;
+    // Moved out, not copied: an inline log may be megabytes.
+    let log = n.build.log.take().unwrap_or_default();
     let build = &n.build;
     if !PHASES.contains(&build.phase.as_str()) {
         return Ok(Notification::Ignored(format!(
@@ -65,7 +67,6 @@ pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
     }
     let job_url = job_id(&n);
     let scm = build.scm.as_ref();
-    let log = build.log.clone().unwrap_or_default();
     let console_url = build.full_url.as_ref().map(|u| {
         let sep = if u.ends_with('/') { "" } else { "/" };
         format!("{u}{sep}consoleText")

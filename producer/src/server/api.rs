@@ -95,10 +95,11 @@ pub async fn create(
         (log, url) => (log.unwrap_or_default(), url.map(check_url).transpose()?),
     };
     let build = req.build.map(|b| b.0);
+    let log_sha256 = hex(&Sha256::digest(log.as_bytes()));
     // What was submitted, so a key's other users can be told apart.
     let submission = hex(&Sha256::digest(
         json!([
-            hex(&Sha256::digest(log.as_bytes())),
+            log_sha256,
             log_url,
             req.job,
             build,
@@ -115,7 +116,7 @@ pub async fn create(
     let dedup_key = match (key, &log_url) {
         (Some(key), _) => format!("api:{key}"),
         (None, Some(url)) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
-        (None, None) => format!("api:sha256:{}", hex(&Sha256::digest(log.as_bytes()))),
+        (None, None) => format!("api:sha256:{log_sha256}"),
     };
     let mut event = NewEvent {
         dedup_key,

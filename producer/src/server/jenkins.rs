@@ -47,16 +47,17 @@ pub async fn webhook(
         Notification::Ignored(reason) => return Ok(ignored(reason)),
         Notification::Failed(build) => build,
     };
+    let (dedup_key, log_name) = (build.dedup_key(), build.log_name());
     let event = NewEvent {
-        dedup_key: build.dedup_key(),
+        dedup_key,
         source: "jenkins".into(),
-        job_name: Some(build.job_name.clone()),
+        job_name: Some(build.job_name),
         build_number: Some(build.number.to_string()),
-        repository: build.repository.clone(),
-        commit_sha: build.commit.clone(),
-        log_name: Some(build.log_name()),
+        repository: build.repository,
+        commit_sha: build.commit,
+        log_name: Some(log_name),
         // The log itself goes to the chunk store, never into the payload.
-        payload: build.payload.clone(),
+        payload: build.payload,
         ..NewEvent::default()
     };
     store(&state, &event, build.log.as_bytes()).await

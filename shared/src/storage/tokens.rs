@@ -83,19 +83,9 @@ pub fn hash(token: &str) -> String {
 
 const COLUMNS: &str = "id, name, role, created_at, revoked_at, expires_at";
 
-/// Stores a new token under `name`; `None` when the name is already taken.
-pub async fn create(
-    pool: &PgPool,
-    name: &str,
-    role: Role,
-    token: &str,
-) -> sqlx::Result<Option<TokenRow>> {
-    create_expiring(pool, name, role, token, None).await
-}
-
 /// Stores a new token under `name` that stops working `expires_in` from now
 /// (`None`: never); `None` when the name is already taken.
-pub async fn create_expiring(
+pub async fn create(
     pool: &PgPool,
     name: &str,
     role: Role,
