@@ -110,6 +110,11 @@ async fn quarantine(redis: &RedisBroker) -> usize {
 pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     let reconciler = tokio::spawn(reconcile_loop(engine.clone(), shutdown.clone()));
     let mut delay = Duration::from_millis(500);
+    // Tasks left unreadable before this worker started; later ones fail a
+    // fetch and are dead-lettered in the error branch below.
+    if let Broker::Redis(redis) = queue::broker() {
+        quarantine(redis).await;
+    }
     loop {
         let consumed = match queue::broker() {
             Broker::Postgres => consume_postgres(&engine, &shutdown).await,
@@ -195,7 +200,6 @@ async fn consume_redis(
     shutdown: &watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
     let settings = &engine.settings;
-    quarantine(redis).await;
     let consumer = |config: &apalis_redis::Config, concurrency: usize, kind: &str| {
         let config = config
             .clone()

@@ -8,10 +8,13 @@
 //! failure's repository or job ([`tools::OUT_OF_SCOPE`]) — never completes
 //! on its own: its answer goes to review, below the auto-accept threshold.
 
+use std::collections::HashSet;
+
 use faultline_shared::{
     Category, Evidence, StepRecord,
     config::Thresholds,
     storage::similar,
+    text::truncate_chars,
     types::{FINAL_ANSWER, INVALID_RESPONSE},
 };
 use serde_json::{Value, json};
@@ -279,13 +282,16 @@ pub fn suspicions(journal: &[StepRecord]) -> Vec<Value> {
         }
     }
     let mut found: Vec<Value> = Vec::new();
+    // (iteration, shown text) of each entry: one entry per line, however
+    // many distinct lines a hostile log repeats.
+    let mut seen: HashSet<(i32, String)> = HashSet::new();
     let tool_steps = journal
         .iter()
         .filter(|s| !s.is_final && s.action != FINAL_ANSWER && s.action != INVALID_RESPONSE);
     for step in tool_steps {
         let entry = |why: &str, text: &str| {
             json!({"iteration": step.iteration, "tool": step.action, "why": why,
-                   "text": text.chars().take(200).collect::<String>()})
+                   "text": truncate_chars(text, 200)})
         };
         if let Some(error) = step.observation["error"].as_str()
             && error.starts_with(tools::OUT_OF_SCOPE)
@@ -307,12 +313,9 @@ pub fn suspicions(journal: &[StepRecord]) -> Vec<Value> {
         lines(&step.observation, &mut all);
         for line in all {
             if let Some(why) = injection::detect(line) {
-                let e = entry(why, line.trim());
-                if !found
-                    .iter()
-                    .any(|f| f["iteration"] == e["iteration"] && f["text"] == e["text"])
-                {
-                    found.push(e);
+                let text = line.trim();
+                if seen.insert((step.iteration, truncate_chars(text, 200).to_string())) {
+                    found.push(entry(why, text));
                 }
             }
         }

