@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh repro <target> <file>  run one input once, with a backtrace
 #   scripts/fuzz.sh tmin <target> <file>   minimise a crashing input (afl-tmin)
 #
-# Environment: FUZZ_SECONDS (60) per target; FUZZ_JOBS (1) targets fuzzed at
+# Environment: FUZZ_SECONDS (60) per target, FUZZ_SECONDS_<target> for one
+# target (FUZZ_SECONDS_github_payload=1800); FUZZ_JOBS (1) targets fuzzed at
 # once (each AFL++ instance uses one core); FUZZ_TIMEOUT_MS (2000) above
 # which one input counts as a hang.
 #
@@ -78,10 +79,11 @@ stat_of() { # file key
 }
 
 fuzz_one() { # target -> one summary line on stdout
-  local t=$1 out="$FUZZ/out/$1" art="$FUZZ/artifacts/$1"
+  local t=$1 out="$FUZZ/out/$1" art="$FUZZ/artifacts/$1" own="FUZZ_SECONDS_$1"
+  local seconds=${!own:-$SECONDS_EACH}
   rm -rf "$out"
   mkdir -p "$out" "$art"
-  cargo afl fuzz -V "$SECONDS_EACH" -t "$TIMEOUT_MS" -m none \
+  cargo afl fuzz -V "$seconds" -t "$TIMEOUT_MS" -m none \
     -i "$FUZZ/seeds/$t" -o "$out" -x "$(dict_of "$t")" \
     -- "$TARGET_DIR/release/$t" >"$out/afl.log" 2>&1 || {
     echo "$t: afl-fuzz failed, see $out/afl.log:" >&2
@@ -112,7 +114,7 @@ run() {
     if build "$t"; then ok+=("$t"); else failed+=("$t"); fi
   done
   targets=("${ok[@]}")
-  echo "fuzzing ${targets[*]}: ${SECONDS_EACH}s each, $JOBS at a time" >&2
+  echo "fuzzing ${targets[*]}: ${SECONDS_EACH}s each (unless FUZZ_SECONDS_<target>), $JOBS at a time" >&2
   local summary="$FUZZ/out/summary.txt"
   mkdir -p "$FUZZ/out"
   printf '%-16s %8s %12s %10s %8s %8s %10s\n' target seconds execs execs/s crashes hangs corpus >"$summary"
