@@ -27,7 +27,7 @@ TIMEOUT_MS=${FUZZ_TIMEOUT_MS:-2000}
 TARGET_DIR=${FUZZ_TARGET_DIR:-$FUZZ/target}
 # Every target under fuzz/fuzz_targets/, in this order, then the rest.
 TARGETS_ALL=()
-for t in clean_line excerpt diagnose llm_reply github_payload jenkins_payload \
+for t in clean_line excerpt diagnose llm_reply github_payload jenkins_payload jenkins_path \
   $(cd "$FUZZ/fuzz_targets" && ls -- *.rs | sed 's/\.rs$//'); do
   if [[ -f "$FUZZ/fuzz_targets/$t.rs" && " ${TARGETS_ALL[*]} " != *" $t "* ]]; then
     TARGETS_ALL+=("$t")
@@ -58,7 +58,7 @@ ensure_cargo_afl() {
 
 feature_of() { # target -> the fuzz crate feature it needs, if any
   case "$1" in
-    llm_reply) echo llm ;;
+    llm_reply | jenkins_path) echo worker ;;
     github_payload | jenkins_payload) echo payloads ;;
   esac
 }
