@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use tracing::info;
 
 /// Faultline worker: runs checkpointed ReAct steps from the queue. Scale by
-/// running more processes; configuration comes from the environment (see README).
+/// running more processes; configuration comes from the environment (docs/configuration.md).
 #[derive(Parser)]
 #[command(version)]
 struct Args {
