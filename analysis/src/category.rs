@@ -1,9 +1,9 @@
-//! The failure categories (DESIGN.md "The agent", ../shared/eval/category-rubric.md).
+//! The failure categories (docs/agent.md "The agent", ../shared/eval/category-rubric.md).
 
 use serde::{Deserialize, Serialize};
 use std::{fmt, str::FromStr};
 
-/// What kind of failure a run found (DESIGN.md "The agent").
+/// What kind of failure a run found (docs/agent.md, "The agent").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Category {

@@ -1,5 +1,5 @@
 //! The step queue. Two brokers carry step tasks; Postgres stays the truth
-//! for runs and the journal with either one (DESIGN.md, I6):
+//! for runs and the journal with either one (docs/architecture.md, I6):
 //!
 //! - **postgres** (default, apalis-postgres): the next step task is pushed
 //!   inside the transaction that commits the previous checkpoint, so "step

@@ -3,7 +3,7 @@
 //! reasoner (its plan follows it) and by the LLM reasoner (a routing hint in
 //! its system prompt is rendered from it), so both agree.
 //!
-//! The rules (DESIGN.md "The agent"):
+//! The rules (docs/agent.md, "The agent"):
 //! - infra failures never fetch source code: the code is not what broke;
 //! - code, config and dependency errors fetch code only when the knowledge
 //!   base and the error library are not strong enough (retrieval below
