@@ -44,8 +44,8 @@ use tracing::{Instrument as _, info, warn};
 
 use crate::{
     agent::{
-        AgentState, Decision, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
-        judge::Judge,
+        AgentState, Decision, Draft, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
+        judge::{Judge, Judged},
         specifics,
         verify::{self, Route},
     },
@@ -93,6 +93,85 @@ impl Held {
             journal: claim.journal.iter().map(|s| s.record()).collect(),
             attempt,
         }
+    }
+}
+
+/// A held step's run, event and journal, handed from [`Engine::execute`]
+/// to [`Engine::commit`] (a [`Held`] whose event is known to exist).
+struct Resume {
+    lease: Lease,
+    run: runs::RunRow,
+    event: events::EventRow,
+    journal: Vec<StepRecord>,
+    attempt: i32,
+}
+
+/// What one iteration produced, before its commit.
+struct Produced {
+    record: StepRecord,
+    next: Next,
+    tool_ms: i32,
+    tool_audit: Option<ToolAudit>,
+    /// The failure's fingerprint and normalised text, when a tool computed
+    /// them (the error library's entry for this run).
+    fingerprint: Option<String>,
+    failure_text: Option<String>,
+}
+
+impl Produced {
+    /// A step that called no tool and goes on.
+    fn of(record: StepRecord) -> Self {
+        Produced {
+            record,
+            next: Next::Continue,
+            tool_ms: 0,
+            tool_audit: None,
+            fingerprint: None,
+            failure_text: None,
+        }
+    }
+}
+
+/// Who decided a step and what the model exchange cost: stamped on the
+/// step's journal row whatever the decision was.
+struct Meta {
+    reasoner: &'static str,
+    call_id: Option<String>,
+    llm: Option<Value>,
+    tokens_in: i32,
+    tokens_out: i32,
+    cost_usd: f64,
+}
+
+impl Meta {
+    fn split(reasoned: Reasoned, reasoner: &'static str) -> (Option<Decision>, Meta) {
+        let Reasoned {
+            decision,
+            call_id,
+            llm,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+        } = reasoned;
+        let meta = Meta {
+            reasoner,
+            call_id,
+            llm,
+            tokens_in,
+            tokens_out,
+            cost_usd,
+        };
+        (decision, meta)
+    }
+
+    fn stamp(&self, mut record: StepRecord) -> StepRecord {
+        record.reasoner = self.reasoner.to_string();
+        record.call_id = self.call_id.clone();
+        record.llm = self.llm.clone();
+        record.tokens_in = self.tokens_in;
+        record.tokens_out = self.tokens_out;
+        record.cost_usd = self.cost_usd;
+        record
     }
 }
 
@@ -256,7 +335,10 @@ impl Engine {
     }
 
     /// Rebuilds the state, runs one iteration and commits it; a live run
-    /// that goes on comes back as the next held step.
+    /// that goes on comes back as the next held step. The seams are the
+    /// module doc's: [`Self::prepare`], [`Self::decide`], then
+    /// [`Self::acted`] or [`Self::answered`] (or an invalid reply), and
+    /// [`Self::commit`].
     async fn execute(
         &self,
         held: Held,
@@ -266,34 +348,11 @@ impl Engine {
             lease,
             run,
             event,
-            mut journal,
+            journal,
             attempt,
         } = held;
-        let event = event.ok_or_else(|| {
-            StepError::Permanent(format!(
-                "event {} of run {} is missing",
-                run.event_id, run.id
-            ))
-        })?;
-        let event = if run.iteration == 0 {
-            let event = self.ensure_log(&lease, event).await?;
-            // Issue 13: the last green log of the job, the excerpt's baseline.
-            let baseline = self.log_fetch.ensure_baseline(&self.pool, &lease, &event);
-            baseline
-                .await
-                .map_err(|e| StepError::Transient(e.to_string()))?;
-            event
-        } else {
-            event
-        };
+        let event = self.prepare(&lease, &run, event, &journal).await?;
         let iteration = run.iteration + 1;
-        if journal.len() as i32 != run.iteration {
-            return Err(StepError::Permanent(format!(
-                "journal has {} rows but the run committed {} iterations",
-                journal.len(),
-                run.iteration
-            )));
-        }
         let tool_names = self.tools.names();
         let state = AgentState {
             event: &event,
@@ -303,162 +362,218 @@ impl Engine {
             tools: &tool_names,
         };
         let (reasoned, reasoner) = self.decide(&state).await?;
-        let Reasoned {
-            decision,
-            call_id,
-            llm,
-            tokens_in,
-            tokens_out,
-            cost_usd,
-        } = reasoned;
+        let (decision, meta) = Meta::split(reasoned, reasoner);
         let decision = decision
             .ok_or_else(|| StepError::Permanent("the reasoner returned no decision".into()))?;
-        let meta = |mut record: StepRecord| {
-            record.reasoner = reasoner.to_string();
-            record.call_id = call_id.clone();
-            record.llm = llm.clone();
-            record.tokens_in = tokens_in;
-            record.tokens_out = tokens_out;
-            record.cost_usd = cost_usd;
-            record
-        };
-
-        let mut tool_ms = 0;
-        let mut tool_audit = None;
-        let mut fingerprint = None;
-        let mut failure_text = None;
-        let (record, next) = match decision {
+        let produced = match decision {
             Decision::Act {
                 thought,
                 tool,
                 input,
             } => {
-                let tool_started = Instant::now();
-                let (observation, audit) =
-                    self.act(&run, iteration, &journal, &tool, &input).await?;
-                tool_ms = tool_started.elapsed().as_millis() as i32;
-                tool_audit = audit;
-                if let Some(fp) = observation["fingerprint"]
-                    .as_str()
-                    .filter(|f| !f.is_empty())
-                {
-                    fingerprint = Some(fp.to_string());
-                    failure_text = similar_text(&observation);
-                }
-                let record = StepRecord {
-                    iteration,
-                    thought,
-                    action: tool,
-                    action_input: input,
-                    observation,
-                    is_final: false,
-                    ..StepRecord::default()
-                };
-                (meta(record), Next::Continue)
+                self.acted(&run, &journal, &meta, thought, tool, input)
+                    .await?
             }
             Decision::Invalid {
                 thought,
                 raw,
                 error,
-            } => {
-                let record = StepRecord {
-                    iteration,
-                    thought,
-                    action: INVALID_RESPONSE.to_string(),
-                    action_input: raw,
-                    observation: json!({"error": error}),
-                    is_final: false,
-                    ..StepRecord::default()
-                };
-                (meta(record), Next::Continue)
-            }
+            } => Produced::of(meta.stamp(StepRecord {
+                iteration,
+                thought,
+                action: INVALID_RESPONSE.to_string(),
+                action_input: raw,
+                observation: json!({"error": error}),
+                is_final: false,
+                ..StepRecord::default()
+            })),
             Decision::Answer { thought, draft } => {
-                let self_corrected = journal
-                    .iter()
-                    .any(|s| s.action == FINAL_ANSWER && !s.is_final);
-                let may_self_correct = !self_corrected && iteration + 1 < run.max_iterations;
-                let judged = match &self.judge {
-                    Some(judge) => Some(judge.assess(&state, &draft).await),
-                    None => None,
-                };
-                let verdict = verify::verify(
-                    &draft,
-                    &journal,
-                    self.settings.thresholds,
-                    may_self_correct,
-                    judged.as_ref().and_then(|j| j.score),
-                );
-                let answer = FinalAnswer {
-                    category: draft.category,
-                    root_cause: draft.root_cause.clone(),
-                    fix: draft.fix.clone(),
-                    evidence: verdict.grounded.clone(),
-                    confidence: verdict.confidence,
-                    confidence_parts: verdict.parts.clone(),
-                    kb_refs: draft.kb_refs.clone(),
-                    // From the log's diagnosis, whichever reasoner drafted.
-                    specifics: specifics::of(&journal),
-                };
-                let mut answer_json = serde_json::to_value(&answer)
-                    .map_err(|e| StepError::Permanent(e.to_string()))?;
-                text::bound_json(&mut answer_json, &JsonBounds::JOURNAL);
-                let (verdict_name, next) = match &verdict.route {
-                    Route::Complete => (
-                        "complete",
-                        finish(RunStatus::Completed, &answer, &answer_json, None),
-                    ),
-                    Route::Review { reason } => (
-                        "review",
-                        finish(
-                            RunStatus::NeedsReview,
-                            &answer,
-                            &answer_json,
-                            Some(reason.clone()),
-                        ),
-                    ),
-                    Route::SelfCorrect { .. } => ("self_correct", Next::Continue),
-                };
-                let observation = json!({
-                    "verdict": verdict_name,
-                    "confidence": verdict.confidence,
-                    "grounding": verdict.grounding,
-                    "rejected_citations": verdict.rejected,
-                    "judge": judged.as_ref().map(|j| j.summary()),
-                    "feedback": match &verdict.route { Route::SelfCorrect { feedback } => Value::String(feedback.clone()), Route::Review { reason } => Value::String(reason.clone()), Route::Complete => Value::Null },
-                    "answer": answer_json,
-                });
-                let is_final = !matches!(verdict.route, Route::SelfCorrect { .. });
-                let record = StepRecord {
-                    iteration,
-                    thought,
-                    action: FINAL_ANSWER.to_string(),
-                    action_input: serde_json::to_value(&draft).unwrap_or(Value::Null),
-                    observation,
-                    is_final,
-                    ..StepRecord::default()
-                };
-                let mut record = meta(record);
-                if let Some(j) = judged {
-                    // Journaled with the step: a resumed run never asks the judge again.
-                    let mut llm = record.llm.take().unwrap_or_else(|| json!({}));
-                    llm["judge"] = j.journal;
-                    record.llm = Some(llm);
-                    record.tokens_in += j.tokens_in;
-                    record.tokens_out += j.tokens_out;
-                    record.cost_usd += j.cost_usd;
-                }
-                (record, next)
+                self.answered(&state, &run, &meta, thought, draft).await?
             }
         };
+        let at = Resume {
+            lease,
+            run,
+            event,
+            journal,
+            attempt,
+        };
+        self.commit(at, produced, started).await
+    }
 
+    /// The event and its log before the run's first iteration (the log and
+    /// the last green log fetched once), and a journal that matches the run.
+    async fn prepare(
+        &self,
+        lease: &Lease,
+        run: &runs::RunRow,
+        event: Option<events::EventRow>,
+        journal: &[StepRecord],
+    ) -> Result<events::EventRow, StepError> {
+        let event = event.ok_or_else(|| {
+            StepError::Permanent(format!(
+                "event {} of run {} is missing",
+                run.event_id, run.id
+            ))
+        })?;
+        let event = if run.iteration == 0 {
+            let event = self.ensure_log(lease, event).await?;
+            // Issue 13: the last green log of the job, the excerpt's baseline.
+            let baseline = self.log_fetch.ensure_baseline(&self.pool, lease, &event);
+            baseline
+                .await
+                .map_err(|e| StepError::Transient(e.to_string()))?;
+            event
+        } else {
+            event
+        };
+        if journal.len() as i32 != run.iteration {
+            return Err(StepError::Permanent(format!(
+                "journal has {} rows but the run committed {} iterations",
+                journal.len(),
+                run.iteration
+            )));
+        }
+        Ok(event)
+    }
+
+    /// A tool call's step: the observation, its audit, and, when the tool
+    /// computed the failure's fingerprint, what the error library keeps.
+    async fn acted(
+        &self,
+        run: &runs::RunRow,
+        journal: &[StepRecord],
+        meta: &Meta,
+        thought: String,
+        tool: String,
+        input: Value,
+    ) -> Result<Produced, StepError> {
+        let iteration = run.iteration + 1;
+        let tool_started = Instant::now();
+        let (observation, tool_audit) = self.act(run, iteration, journal, &tool, &input).await?;
+        let tool_ms = tool_started.elapsed().as_millis() as i32;
+        let fingerprint = observation["fingerprint"]
+            .as_str()
+            .filter(|f| !f.is_empty())
+            .map(str::to_string);
+        let failure_text = fingerprint
+            .as_ref()
+            .and_then(|_| similar_text(&observation));
+        let record = StepRecord {
+            iteration,
+            thought,
+            action: tool,
+            action_input: input,
+            observation,
+            is_final: false,
+            ..StepRecord::default()
+        };
+        Ok(Produced {
+            tool_ms,
+            tool_audit,
+            fingerprint,
+            failure_text,
+            ..Produced::of(meta.stamp(record))
+        })
+    }
+
+    /// A final answer's step: judged (when a judge is configured), verified
+    /// against the journal and routed: complete, review, or one more round.
+    async fn answered(
+        &self,
+        state: &AgentState<'_>,
+        run: &runs::RunRow,
+        meta: &Meta,
+        thought: String,
+        draft: Draft,
+    ) -> Result<Produced, StepError> {
+        let (iteration, journal) = (state.iteration, state.journal);
+        let self_corrected = journal
+            .iter()
+            .any(|s| s.action == FINAL_ANSWER && !s.is_final);
+        let may_self_correct = !self_corrected && iteration + 1 < run.max_iterations;
+        let judged = match &self.judge {
+            Some(judge) => Some(judge.assess(state, &draft).await),
+            None => None,
+        };
+        let verdict = verify::verify(
+            &draft,
+            journal,
+            self.settings.thresholds,
+            may_self_correct,
+            judged.as_ref().and_then(|j| j.score),
+        );
+        let answer = FinalAnswer {
+            category: draft.category,
+            root_cause: draft.root_cause.clone(),
+            fix: draft.fix.clone(),
+            evidence: verdict.grounded.clone(),
+            confidence: verdict.confidence,
+            confidence_parts: verdict.parts.clone(),
+            kb_refs: draft.kb_refs.clone(),
+            // From the log's diagnosis, whichever reasoner drafted.
+            specifics: specifics::of(journal),
+        };
+        let mut answer_json =
+            serde_json::to_value(&answer).map_err(|e| StepError::Permanent(e.to_string()))?;
+        text::bound_json(&mut answer_json, &JsonBounds::JOURNAL);
+        let (next, observation) = routed(&answer, answer_json, &verdict, judged.as_ref());
+        let record = StepRecord {
+            iteration,
+            thought,
+            action: FINAL_ANSWER.to_string(),
+            action_input: serde_json::to_value(&draft).unwrap_or(Value::Null),
+            observation,
+            is_final: !matches!(verdict.route, Route::SelfCorrect { .. }),
+            ..StepRecord::default()
+        };
+        let mut record = meta.stamp(record);
+        if let Some(j) = judged {
+            // Journaled with the step: a resumed run never asks the judge again.
+            let mut llm = record.llm.take().unwrap_or_else(|| json!({}));
+            llm["judge"] = j.journal;
+            record.llm = Some(llm);
+            record.tokens_in += j.tokens_in;
+            record.tokens_out += j.tokens_out;
+            record.cost_usd += j.cost_usd;
+        }
+        Ok(Produced {
+            next,
+            ..Produced::of(record)
+        })
+    }
+
+    /// Bounds the step's journal row and commits it with the run's way on,
+    /// fenced by the lease; a kept live run comes back as the next step.
+    async fn commit(
+        &self,
+        at: Resume,
+        produced: Produced,
+        started: Instant,
+    ) -> Result<(StepOutcome, Option<Held>), StepError> {
+        let Resume {
+            lease,
+            run,
+            event,
+            mut journal,
+            attempt,
+        } = at;
+        let Produced {
+            mut record,
+            next,
+            tool_ms,
+            tool_audit,
+            fingerprint,
+            failure_text,
+        } = produced;
         // Whatever a log, a tool or a model put into this step, its journal
         // row is bounded and storable (no NUL, no 100 MB string).
-        let mut record = record;
         bound_record(&mut record);
         if let Some(delay) = self.settings.chaos.step_delay {
             info!(?delay, "chaos: holding the step before its commit");
             tokio::time::sleep(delay).await;
         }
+        let iteration = record.iteration;
         let cp = Checkpoint {
             record: &record,
             attempt,
@@ -476,41 +591,38 @@ impl Engine {
         // Live runs go on in this slot; bulk runs go back to the queue.
         let keep = (run.priority >= queue::PRIORITY_LIVE && !*self.shutdown.borrow())
             .then_some(self.settings.lease_ttl);
-        match runs::commit_step(&self.pool, &lease, &cp, &next, keep).await? {
-            CommitOutcome::Committed { kept } => {
-                info!(action = %record.action, ?finished, "iteration committed");
-                if let Next::Finish(f) = &next {
-                    tracing::Span::current().record("category", f.category.as_str());
-                    metrics::analysis_finished(f.status.as_str(), &f.category);
-                }
-                let next = kept.map(|lease| {
-                    journal.push(record);
-                    Held {
-                        run: runs::RunRow {
-                            iteration,
-                            attempts: 0,
-                            lease_epoch: lease.epoch,
-                            ..run
-                        },
-                        lease,
-                        event: Some(event),
-                        journal,
-                        attempt: 0,
-                    }
-                });
-                Ok((
-                    StepOutcome::Committed {
-                        iteration,
-                        finished,
-                    },
-                    next,
-                ))
-            }
+        let kept = match runs::commit_step(&self.pool, &lease, &cp, &next, keep).await? {
+            CommitOutcome::Committed { kept } => kept,
             CommitOutcome::Fenced => {
                 warn!("commit fenced: another worker holds this run now");
-                Ok((StepOutcome::Fenced, None))
+                return Ok((StepOutcome::Fenced, None));
             }
+        };
+        info!(action = %record.action, ?finished, "iteration committed");
+        if let Next::Finish(f) = &next {
+            tracing::Span::current().record("category", f.category.as_str());
+            metrics::analysis_finished(f.status.as_str(), &f.category);
         }
+        let next = kept.map(|lease| {
+            journal.push(record);
+            Held {
+                run: runs::RunRow {
+                    iteration,
+                    attempts: 0,
+                    lease_epoch: lease.epoch,
+                    ..run
+                },
+                lease,
+                event: Some(event),
+                journal,
+                attempt: 0,
+            }
+        });
+        let outcome = StepOutcome::Committed {
+            iteration,
+            finished,
+        };
+        Ok((outcome, next))
     }
 
     /// Issue 5: a webhook event arrives without its log; the first step
@@ -634,6 +746,49 @@ impl Engine {
             }
         }
     }
+}
+
+/// Where a verified answer sends the run, and the step's observation: the
+/// verdict, its confidence and grounding, the judge's summary, the feedback
+/// (a self-correction's or the review's reason) and the answer itself.
+fn routed(
+    answer: &FinalAnswer,
+    answer_json: Value,
+    verdict: &verify::Verdict,
+    judged: Option<&Judged>,
+) -> (Next, Value) {
+    let (name, next, feedback) = match &verdict.route {
+        Route::Complete => (
+            "complete",
+            finish(RunStatus::Completed, answer, &answer_json, None),
+            Value::Null,
+        ),
+        Route::Review { reason } => (
+            "review",
+            finish(
+                RunStatus::NeedsReview,
+                answer,
+                &answer_json,
+                Some(reason.clone()),
+            ),
+            Value::String(reason.clone()),
+        ),
+        Route::SelfCorrect { feedback } => (
+            "self_correct",
+            Next::Continue,
+            Value::String(feedback.clone()),
+        ),
+    };
+    let observation = json!({
+        "verdict": name,
+        "confidence": verdict.confidence,
+        "grounding": verdict.grounding,
+        "rejected_citations": verdict.rejected,
+        "judge": judged.map(|j| j.summary()),
+        "feedback": feedback,
+        "answer": answer_json,
+    });
+    (next, observation)
 }
 
 /// The normalised text of the lines a fingerprint was computed from (the
