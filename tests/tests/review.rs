@@ -69,7 +69,14 @@ async fn parallel_claims_never_hand_out_the_same_item() {
     let tokens: Vec<String> = (0..3)
         .map(|i| db.token("reviewer", &format!("reviewer-{i}")))
         .collect();
-    let serve = db.serve(&[("FAULTLINE_HTTP_DB_CONNECTIONS", "24")]).await;
+    // 45 requests at once from one address: above its default in-flight share.
+    let serve = db
+        .serve(&[
+            ("FAULTLINE_HTTP_DB_CONNECTIONS", "24"),
+            ("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "64"),
+            ("FAULTLINE_MAX_CONNECTIONS_PER_CLIENT", "64"),
+        ])
+        .await;
     let api = std::sync::Arc::new(Api {
         base: serve.base.clone(),
         http: reqwest::Client::new(),

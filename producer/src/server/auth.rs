@@ -2,10 +2,10 @@
 //! role ([`Role`]); the webhooks have their own secrets (GitHub: HMAC of the
 //! body, see `github.rs`; Jenkins: a shared token, checked here).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use axum::{
-    extract::{ConnectInfo, FromRequestParts},
+    extract::FromRequestParts,
     http::{Extensions, HeaderMap, header, request::Parts},
 };
 use faultline_shared::{
@@ -15,7 +15,7 @@ use faultline_shared::{
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{AppState, error::AppError};
+use super::{AppState, client::ClientAddr, error::AppError};
 
 /// The bearer token of `Authorization: Bearer <token>`, if any.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -27,25 +27,25 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The client's address (set by the accept loop; absent in unit tests).
+/// The client's address: the peer, or the forwarded client behind a
+/// trusted proxy (set by the accept loop; absent in unit tests).
 pub fn client_ip(extensions: &Extensions) -> Option<IpAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip())
+    extensions.get::<ClientAddr>().map(|&ClientAddr(ip)| ip)
 }
 
-/// 429 while `ip` has presented too many wrong tokens (checked before the token).
+/// 429 while `ip` (its /64 for IPv6) has presented too many wrong tokens
+/// (checked before the token).
 pub fn check_throttle(state: &AppState, ip: Option<IpAddr>) -> Result<(), AppError> {
-    match ip.and_then(|ip| state.auth_throttle.blocked(ip)) {
+    match ip.and_then(|ip| state.auth_throttle.blocked(ip.into())) {
         Some(wait) => Err(AppError::TooManyAttempts(wait)),
         None => Ok(()),
     }
 }
 
-/// Counts a wrong token against `ip`.
+/// Counts a wrong token against `ip` (its /64 for IPv6).
 pub fn record_failure(state: &AppState, ip: Option<IpAddr>) {
     if let Some(ip) = ip {
-        state.auth_throttle.failed(ip);
+        state.auth_throttle.failed(ip.into());
     }
 }
 

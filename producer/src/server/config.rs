@@ -5,6 +5,8 @@ use std::{net::SocketAddr, time::Duration};
 
 use faultline_shared::config::{ConfigError, Secret, parse_duration};
 
+use super::client::TrustedProxies;
+
 /// Default `FAULTLINE_MAX_BODY_BYTES`: 25 MiB, room for a large inline log.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 /// Default `FAULTLINE_WEBHOOK_MAX_BODY_BYTES`: 1 MiB. A GitHub delivery is a
@@ -36,6 +38,23 @@ pub struct ServerConfig {
     /// `FAULTLINE_MAX_CONNECTIONS`: open connections; more wait in the
     /// listen backlog until one closes.
     pub max_connections: usize,
+    /// `FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT`: requests of one client (IPv4
+    /// address or IPv6 /64) handled at once; more get 503 with `Retry-After`.
+    /// 16 of the 256: a client needs 16 addresses to fill the server.
+    pub max_in_flight_per_client: usize,
+    /// `FAULTLINE_MAX_CONNECTIONS_PER_CLIENT`: open connections of one client
+    /// (trusted proxies exempt); more are closed at once. 32 of the 1,024:
+    /// twice its in-flight share, room for idle keep-alive connections.
+    pub max_connections_per_client: usize,
+    /// `FAULTLINE_MIN_BODY_RATE`: bytes/s a request body must average, after
+    /// `min_body_rate_grace` of waiting for it (408 below). 240 as Kestrel.
+    pub min_body_rate: u64,
+    /// `FAULTLINE_MIN_BODY_RATE_GRACE`: how long a body may arrive at any rate.
+    pub min_body_rate_grace: Duration,
+    /// `FAULTLINE_TRUSTED_PROXIES`: comma-separated addresses or CIDRs of
+    /// reverse proxies; from them the client is the right-most untrusted
+    /// `X-Forwarded-For` address. Unset: the header is ignored.
+    pub trusted_proxies: TrustedProxies,
     /// `FAULTLINE_AUTH_MAX_FAILURES`: wrong API or Jenkins tokens one client
     /// address may present per `auth_failure_window` before it gets 429.
     pub auth_max_failures: u32,
@@ -98,6 +117,15 @@ impl ServerConfig {
             request_timeout: duration("FAULTLINE_REQUEST_TIMEOUT", "60s")?,
             max_in_flight: size(parse("FAULTLINE_MAX_IN_FLIGHT", "256")?),
             max_connections: size(parse("FAULTLINE_MAX_CONNECTIONS", "1024")?),
+            max_in_flight_per_client: size(parse("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "16")?),
+            max_connections_per_client: size(parse("FAULTLINE_MAX_CONNECTIONS_PER_CLIENT", "32")?),
+            min_body_rate: parse("FAULTLINE_MIN_BODY_RATE", "240")?,
+            min_body_rate_grace: duration("FAULTLINE_MIN_BODY_RATE_GRACE", "5s")?,
+            trusted_proxies: {
+                let text = get("FAULTLINE_TRUSTED_PROXIES").unwrap_or_default();
+                TrustedProxies::parse(&text)
+                    .map_err(|e| invalid("FAULTLINE_TRUSTED_PROXIES", &text, &e))?
+            },
             auth_max_failures: u32::try_from(parse("FAULTLINE_AUTH_MAX_FAILURES", "10")?)
                 .unwrap_or(u32::MAX),
             auth_failure_window: duration("FAULTLINE_AUTH_FAILURE_WINDOW", "1m")?,
@@ -137,6 +165,12 @@ mod tests {
         assert_eq!(c.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
         assert_eq!(c.webhook_max_body_bytes, DEFAULT_WEBHOOK_MAX_BODY_BYTES);
         assert_eq!(c.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(
+            (c.max_in_flight_per_client, c.max_connections_per_client),
+            (16, 32)
+        );
+        assert_eq!(c.min_body_rate, 240);
+        assert!(!c.trusted_proxies.contains("127.0.0.1".parse().unwrap()));
         assert!(c.github_secret.is_none() && c.jenkins_token.is_none());
     }
 
@@ -148,6 +182,10 @@ mod tests {
         assert_eq!(err.name, "FAULTLINE_MAX_BODY_BYTES");
         let err = config(&[("FAULTLINE_HEADER_READ_TIMEOUT", "soon")]).unwrap_err();
         assert_eq!(err.name, "FAULTLINE_HEADER_READ_TIMEOUT");
+        let err = config(&[("FAULTLINE_TRUSTED_PROXIES", "10.0.0.0/8, proxy")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_TRUSTED_PROXIES");
+        let err = config(&[("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "0")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT");
     }
 
     #[test]

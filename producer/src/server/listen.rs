@@ -1,7 +1,8 @@
 //! The accept loop of `faultline serve`. `axum::serve` gives hyper no timer,
 //! so a request head could take forever; here hyper's connection builder gets
-//! `header_read_timeout`, open connections are capped, each request carries
-//! its peer address (`ConnectInfo`, for per-client limits), and shutdown lets
+//! `header_read_timeout`, open connections are capped (in all and per
+//! client), each request carries its peer address (`ConnectInfo`) and its
+//! client's ([`ClientAddr`], for per-client limits), and shutdown lets
 //! in-flight requests finish.
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
@@ -16,13 +17,21 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
 
+use super::client::{ClientAddr, PerClient, TrustedProxies};
+
 /// Connection-level limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConnLimits {
     /// A request head must arrive within this, else the connection closes.
     pub header_read_timeout: Duration,
     /// Open connections at most; the next accept waits for one to close.
     pub max_connections: usize,
+    /// Open connections of one client (IPv4 address or IPv6 /64) at most;
+    /// one more is closed at once, so a single client cannot take all of
+    /// `max_connections`. Trusted proxies carry many clients and are exempt.
+    pub max_connections_per_client: usize,
+    /// Whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Arc<TrustedProxies>,
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits for open
@@ -46,6 +55,7 @@ pub async fn serve(
         .header_read_timeout(limits.header_read_timeout);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let per_client = PerClient::new(limits.max_connections_per_client);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -64,12 +74,26 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let proxy = limits.trusted_proxies.contains(peer.ip());
+        let held = if proxy {
+            None
+        } else {
+            match per_client.try_take(peer.ip().into()) {
+                Some(held) => Some(held),
+                None => {
+                    tracing::debug!(%peer, "per-client connection cap reached; closed");
+                    continue;
+                }
+            }
+        };
+        let trusted = limits.trusted_proxies.clone();
         let service = app
             .clone()
             .map_request(move |mut request: Request<Incoming>| {
-                request
-                    .extensions_mut()
-                    .insert(ConnectInfo::<SocketAddr>(peer));
+                let client = trusted.client(peer.ip(), request.headers());
+                let extensions = request.extensions_mut();
+                extensions.insert(ConnectInfo::<SocketAddr>(peer));
+                extensions.insert(ClientAddr(client));
                 request
             });
         let conn = builder
@@ -80,7 +104,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
-            drop(permit);
+            drop((permit, held));
         });
     }
     drop(listener);

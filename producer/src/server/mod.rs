@@ -7,15 +7,20 @@
 //! - `github`, `jenkins` — the CI webhooks.
 //! - `api` — `/api/v1/analyses`.
 //! - `review` — `/api/v1/review/...`: list, claim, resolve, dismiss (audited).
-//! - `listen` — the accept loop: head read timeout, connection cap, peer address.
-//! - `throttle` — wrong tokens per client address: 429 past the limit.
+//! - `listen` — the accept loop: head read timeout, connection caps, client address.
+//! - `client` — who the client is (trusted proxies), per-client caps.
+//! - `body_rate` — the minimum request body rate (408 below).
+//! - `throttle` — wrong tokens per client: 429 past the limit.
 //!
 //! What a client can make the server hold is bounded: webhook bodies by
 //! `FAULTLINE_WEBHOOK_MAX_BODY_BYTES` (other routes by
-//! `FAULTLINE_MAX_BODY_BYTES`), heads and bodies by read timeouts, a whole
-//! request by `FAULTLINE_REQUEST_TIMEOUT`, requests in flight by
-//! `FAULTLINE_MAX_IN_FLIGHT` (503 beyond), connections by
-//! `FAULTLINE_MAX_CONNECTIONS`.
+//! `FAULTLINE_MAX_BODY_BYTES`), heads and bodies by read timeouts and a
+//! minimum body rate, a whole request by `FAULTLINE_REQUEST_TIMEOUT`,
+//! requests in flight by `FAULTLINE_MAX_IN_FLIGHT` (503 beyond) and
+//! `FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT`, connections by
+//! `FAULTLINE_MAX_CONNECTIONS` and `FAULTLINE_MAX_CONNECTIONS_PER_CLIENT`.
+//! `/healthz` and `/readyz` are outside the in-flight caps, so a load
+//! balancer's check still answers while they are full.
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
 //! step task, in one transaction (`storage::events::ingest`).
@@ -24,6 +29,8 @@
 
 mod api;
 mod auth;
+mod body_rate;
+mod client;
 pub mod config;
 mod error;
 mod github;
@@ -40,6 +47,7 @@ use axum::{
     error_handling::HandleErrorLayer,
     extract::{DefaultBodyLimit, State},
     http::{HeaderMap, StatusCode, header},
+    middleware,
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -68,7 +76,7 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     /// `REVIEW_CLAIM_TTL`: how long a review claim holds.
     pub review_claim_ttl: Duration,
-    /// Wrong API or Jenkins tokens per client address (429 past the limit).
+    /// Wrong API or Jenkins tokens per client (429 past the limit).
     pub auth_throttle: Arc<throttle::AuthThrottle>,
 }
 
@@ -122,6 +130,8 @@ pub async fn run(
     let limits = listen::ConnLimits {
         header_read_timeout: state.config.header_read_timeout,
         max_connections: state.config.max_connections,
+        max_connections_per_client: state.config.max_connections_per_client,
+        trusted_proxies: Arc::new(state.config.trusted_proxies.clone()),
     };
     listen::serve(listener, router(state), limits, shutdown).await;
     Ok(())
@@ -130,9 +140,18 @@ pub async fn run(
 pub fn router(state: AppState) -> Router {
     let config = state.config.clone();
     let webhook_body = DefaultBodyLimit::max(config.webhook_max_body_bytes);
-    // Outermost first: shed what is over the in-flight cap before any work,
-    // then bound the whole request and each wait for the body.
+    let min_body_rate = body_rate::MinBodyRate {
+        bytes_per_sec: config.min_body_rate,
+        grace: config.min_body_rate_grace,
+    };
+    // Outermost first: shed what is over the client's in-flight share, then
+    // over the global cap, before any work; then bound the whole request,
+    // the body's average rate and each wait for the body.
     let guard = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(
+            client::PerClient::new(config.max_in_flight_per_client),
+            client::in_flight,
+        ))
         .layer(HandleErrorLayer::new(|_: BoxError| async {
             AppError::Unavailable("too many requests in flight; retry shortly".into())
         }))
@@ -142,10 +161,12 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             config.request_timeout,
         ))
+        .layer(middleware::from_fn_with_state(
+            min_body_rate,
+            body_rate::enforce,
+        ))
         .layer(RequestBodyTimeoutLayer::new(config.body_read_timeout));
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+    let guarded = Router::new()
         .route("/metrics", get(prometheus))
         .route(
             "/webhooks/github",
@@ -169,7 +190,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(guard)
+        .layer(guard);
+    // Health checks are answered outside the caps: they cost nothing (the
+    // readiness ping has its own 2 s bound), and a full server is alive.
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
+        .merge(guarded)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

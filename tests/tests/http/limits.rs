@@ -1,6 +1,7 @@
 //! What an unauthenticated client can make `faultline serve` hold: per-route
-//! body limits, head and body read timeouts, a cap on requests in flight.
-//! Driven over raw TCP, as a hostile client would.
+//! body limits, head and body read timeouts, a minimum body rate, a cap on
+//! requests in flight that health checks are outside of. Driven over raw
+//! TCP, as a hostile client would.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,7 @@ use faultline_tests::{TestDb, wait_until};
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
 };
 
@@ -28,7 +29,7 @@ fn rss(pid: u32) -> u64 {
 }
 
 /// Opens a connection and sends a request head announcing `length` bytes.
-async fn head(server: &Server, path: &str, length: usize, extra: &str) -> TcpStream {
+pub(crate) async fn head(server: &Server, path: &str, length: usize, extra: &str) -> TcpStream {
     let mut s = TcpStream::connect(server.addr()).await.unwrap();
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: faultline\r\ncontent-type: application/json\r\n\
@@ -52,7 +53,7 @@ async fn fill(s: &mut TcpStream, n: usize) -> usize {
 }
 
 /// The status code of the response on `s`, `None` if it closes without one.
-async fn status_of(s: &mut TcpStream) -> Option<u16> {
+pub(crate) async fn status_of(s: &mut (impl AsyncRead + Unpin)) -> Option<u16> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n") {
@@ -72,7 +73,15 @@ async fn status_of(s: &mut TcpStream) -> Option<u16> {
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_clients_holding_big_unsigned_bodies_do_not_grow_the_server() {
     let db = TestDb::new().await;
-    let server = Server::start(&db, &[]).await;
+    // 20 slow clients from one address: above its default in-flight share.
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "32"),
+            ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
+        ],
+    )
+    .await;
     let pid = server.child.id().unwrap();
     assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
     let before = rss(pid);
@@ -207,9 +216,66 @@ async fn a_half_sent_head_or_a_stalled_body_is_closed_within_its_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn requests_past_the_in_flight_cap_get_503_at_once() {
+async fn a_body_slower_than_the_minimum_rate_gets_408_long_before_the_request_timeout() {
     let db = TestDb::new().await;
-    let server = Server::start(&db, &[("FAULTLINE_MAX_IN_FLIGHT", "2")]).await;
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_MIN_BODY_RATE", "100"),
+            ("FAULTLINE_MIN_BODY_RATE_GRACE", "1s"),
+            ("FAULTLINE_REQUEST_TIMEOUT", "30s"),
+        ],
+    )
+    .await;
+    // One byte every 300 ms: never a pause long enough for the body read
+    // timeout (15 s), so before only the request timeout (30 s) ended it.
+    let mut trickle = head(&server, "/webhooks/github", 1000, "").await;
+    let (mut reader, mut writer) = trickle.split();
+    let started = Instant::now();
+    let drip = async {
+        loop {
+            if writer.write_all(b" ").await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    };
+    let status = tokio::select! {
+        status = status_of(&mut reader) => status,
+        () = drip => unreachable!(),
+        () = tokio::time::sleep(Duration::from_secs(10)) => panic!("no answer within 10s"),
+    };
+    assert_eq!(status, Some(408));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // 150 bytes every 500 ms is well above the rate: the body is read
+    // whole, past the grace period, and the (unsigned) delivery gets 401.
+    let mut steady = head(&server, "/webhooks/github", 600, "").await;
+    for _ in 0..4 {
+        steady.write_all(&[b' '; 150]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(10), status_of(&mut steady))
+        .await
+        .expect("an answer");
+    assert_eq!(status, Some(401));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_answer() {
+    let db = TestDb::new().await;
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_MAX_IN_FLIGHT", "2"),
+            ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
+        ],
+    )
+    .await;
     // Two requests whose bodies never finish hold both slots.
     let mut held = Vec::new();
     for _ in 0..2 {
@@ -217,17 +283,21 @@ async fn requests_past_the_in_flight_cap_get_503_at_once() {
         s.write_all(b"{").await.unwrap();
         held.push(s);
     }
+    let api = || async { send(server.get("/api/v1/review")).await.0 };
     let status = wait_until(Duration::from_secs(10), || async {
-        let (status, _) = send(server.get("/healthz")).await;
+        let status = api().await;
         (status == StatusCode::SERVICE_UNAVAILABLE).then_some(status)
     })
     .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // The load balancer's checks are outside the cap.
+    assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
+    assert_eq!(send(server.get("/readyz")).await.0, StatusCode::OK);
     drop(held);
     let status = wait_until(Duration::from_secs(10), || async {
-        let (status, _) = send(server.get("/healthz")).await;
-        (status == StatusCode::OK).then_some(status)
+        let status = api().await;
+        (status == StatusCode::UNAUTHORIZED).then_some(status)
     })
     .await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

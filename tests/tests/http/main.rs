@@ -8,12 +8,15 @@
 //! - `baseline`: it also fetches the last green log of the job, and the excerpt uses it.
 //! - `paths`: hostile build URLs and repository names reach no other API path.
 //! - `api`: `/api/v1/analyses` with token roles; bad input; health and shutdown.
-//! - `limits`: body limits, read timeouts and the in-flight cap, over raw TCP.
+//! - `limits`: body limits, read timeouts, the minimum body rate and the
+//!   in-flight cap (health checks outside it), over raw TCP.
+//! - `clients`: per-client connection and in-flight caps, trusted proxies.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
 mod api;
 mod baseline;
+mod clients;
 mod fetch;
 mod github;
 mod jenkins;
