@@ -23,6 +23,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
+use ipnet::{IpNet, Ipv6Net};
+
 use super::error::AppError;
 
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
@@ -38,64 +40,25 @@ pub struct ClientKey(IpAddr);
 impl From<IpAddr> for ClientKey {
     fn from(ip: IpAddr) -> Self {
         ClientKey(match ip.to_canonical() {
-            IpAddr::V6(v6) => IpAddr::V6(mask_v6(v6.into(), 64).into()),
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Net::new(v6, 64).map_or(v6, |net| net.network())),
             v4 => v4,
         })
     }
 }
 
-/// An address block, `10.0.0.0/8` or `fd00::/8` (a bare address is one host).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Cidr {
-    net: IpAddr,
-    prefix: u8,
-}
-
-impl Cidr {
-    fn parse(text: &str) -> Result<Self, String> {
-        let (addr, prefix) = match text.split_once('/') {
-            Some((addr, prefix)) => (addr, Some(prefix)),
-            None => (text, None),
-        };
-        let addr: IpAddr = addr.trim().parse().map_err(|e| format!("{text:?}: {e}"))?;
-        let addr = addr.to_canonical();
-        let bits = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            None => bits,
-            Some(p) => match p.trim().parse::<u8>() {
-                Ok(p) if p <= bits => p,
-                _ => return Err(format!("{text:?}: the prefix must be 0 to {bits}")),
-            },
-        };
-        Ok(Cidr {
-            net: masked(addr, prefix),
-            prefix,
+/// An address block, `10.0.0.0/8` or `fd00::/8`; a bare address is one host.
+fn block(text: &str) -> Result<IpNet, String> {
+    text.parse::<IpNet>()
+        .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
+        .map(|net| net.trunc())
+        .map_err(|_| {
+            format!("{text:?} is not an IP address or a CIDR block (10.0.0.0/8, fd00::/8)")
         })
-    }
-
-    fn contains(&self, ip: IpAddr) -> bool {
-        let ip = ip.to_canonical();
-        ip.is_ipv4() == self.net.is_ipv4() && masked(ip, self.prefix) == self.net
-    }
-}
-
-fn masked(ip: IpAddr, prefix: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V4((u32::from(v4) & mask).into())
-        }
-        IpAddr::V6(v6) => IpAddr::V6(mask_v6(v6.into(), prefix).into()),
-    }
-}
-
-fn mask_v6(bits: u128, prefix: u8) -> u128 {
-    bits & u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0)
 }
 
 /// `FAULTLINE_TRUSTED_PROXIES`: the peers whose `X-Forwarded-For` is believed.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<Cidr>);
+pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
     /// Comma-separated addresses or CIDR blocks; empty trusts nobody.
@@ -103,13 +66,14 @@ impl TrustedProxies {
         text.split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(Cidr::parse)
+            .map(block)
             .collect::<Result<_, _>>()
             .map(TrustedProxies)
     }
 
     pub fn contains(&self, ip: IpAddr) -> bool {
-        self.0.iter().any(|c| c.contains(ip))
+        let ip = ip.to_canonical();
+        self.0.iter().any(|net| net.contains(&ip))
     }
 
     /// The client of a request that came from `peer` with `headers`.
