@@ -439,3 +439,64 @@ async fn malformed_tasks_are_dead_lettered_and_the_live_queue_goes_on() {
     drop(w);
     wipe(&ns).await;
 }
+
+/// The dead-letter list keeps its newest `DEAD_LETTER_CAP` entries: a full
+/// list loses its oldest one per new dead letter, from the handler's path
+/// and from the quarantine script alike, and what is dropped is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dead_letter_list_keeps_its_newest_entries_and_counts_what_it_drops() {
+    use faultline_shared::queue::redis::{DEAD_LETTER_CAP, RedisBroker};
+    let metrics = faultline_shared::metrics::install("faultline-tests");
+    let ns = format!("dead-letter-{}", uuid::Uuid::new_v4().simple());
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let broker = RedisBroker::connect(&url, &ns).await.unwrap();
+    let list = broker.dead_letter_list();
+    let mut conn = redis_conn().await;
+    let old: Vec<String> = (0..DEAD_LETTER_CAP).map(|i| format!("old {i}")).collect();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(&list)
+        .arg(&old)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Length, oldest and newest entry.
+    async fn ends(list: &str) -> (i64, String, String) {
+        redis::pipe()
+            .llen(list)
+            .lindex(list, 0)
+            .lindex(list, -1)
+            .query_async(&mut redis_conn().await)
+            .await
+            .unwrap()
+    }
+
+    broker
+        .dead_letter(broker.live_config(), "not a step task: test", b"{oops")
+        .await
+        .unwrap();
+    let (len, first, last) = ends(&list).await;
+    assert_eq!((len, first.as_str()), (DEAD_LETTER_CAP, "old 1"));
+    assert!(last.contains("not a step task: test"), "{last}");
+
+    // A task whose id is no ULID, quarantined by the script.
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(format!("{ns}-steps-live:active"))
+        .arg("not-a-ulid")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let found = broker.quarantine().await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (len, first, last) = ends(&list).await;
+    assert_eq!((len, first.as_str()), (DEAD_LETTER_CAP, "old 2"));
+    assert!(last.contains("task id is not a ULID"), "{last}");
+
+    let rendered = metrics.render();
+    assert!(
+        rendered
+            .lines()
+            .any(|l| l == "faultline_redis_dead_letters_dropped_total 2"),
+        "{rendered}"
+    );
+    wipe(&ns).await;
+}

@@ -26,7 +26,7 @@ use redis::Script;
 use super::{PRIORITY_BULK, PRIORITY_LIVE, Pending};
 use crate::storage::tasks::QueueDepth;
 
-pub use self::malformed::{DEAD_LETTER, RedisStep, StepCodec};
+pub use self::malformed::{DEAD_LETTER, DEAD_LETTER_CAP, RedisStep, StepCodec};
 
 /// Suffix of the queue of live analyses (priority ≥ [`PRIORITY_LIVE`]),
 /// after the namespace (`FAULTLINE_REDIS_NAMESPACE`).

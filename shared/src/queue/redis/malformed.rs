@@ -18,7 +18,10 @@
 //!   after a failed fetch, and then restarts at once.
 //!
 //! The dead-letter list (`{namespace}-steps-dead-letter`) holds one JSON
-//! object per task: `queue`, `id`, `reason`, the first KiB of `data`, `at`.
+//! object per task, oldest first: `queue`, `id`, `reason`, the first KiB of
+//! `data`, `at`. It keeps the newest [`DEAD_LETTER_CAP`] (about 11 MiB at
+//! most): a stream of bad tasks cannot grow Redis without bound. What is
+//! dropped is logged and counted (`faultline_redis_dead_letters_dropped_total`).
 
 use std::{convert::Infallible, sync::LazyLock};
 
@@ -35,6 +38,10 @@ pub const DEAD_LETTER: &str = "steps-dead-letter";
 
 /// Bytes of a malformed task's data kept in its dead letter.
 const KEPT_BYTES: usize = 1024;
+
+/// Dead letters kept: the newest ones. Each holds at most [`KEPT_BYTES`] of
+/// data, so the list stays near 11 MiB; the oldest are dropped past it.
+pub const DEAD_LETTER_CAP: i64 = 10_000;
 
 /// A task read from Redis, decoded on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,10 +82,12 @@ impl Codec<RedisStep> for StepCodec {
     }
 }
 
-/// Moves the tasks a fetch could not read into the dead-letter list.
+/// Moves the tasks a fetch could not read into the dead-letter list, then
+/// trims it to its newest ARGV[4] entries.
 /// KEYS: active list, scheduled set, workers set, in-flight set prefix,
 /// data hash, metadata prefix, dead-letter list. ARGV: now (Unix seconds),
-/// queue name. Returns `{id, reason}` pairs.
+/// queue name, bytes of data kept, cap. Returns the number of entries
+/// dropped and the `{id, reason}` pairs.
 static QUARANTINE_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -123,7 +132,13 @@ for _, worker in ipairs(redis.call('zrange', workers, 0, -1)) do
   local set = inflight .. ':' .. worker
   for _, id in ipairs(redis.call('smembers', set)) do check(id, set) end
 end
-return found"#,
+local cap, dropped = tonumber(ARGV[4]), 0
+local len = redis.call('llen', dead)
+if len > cap then
+  redis.call('ltrim', dead, -cap, -1)
+  dropped = len - cap
+end
+return {dropped, found}"#,
     )
 });
 
@@ -141,7 +156,7 @@ impl RedisBroker {
         let mut found = Vec::new();
         for config in [&self.live, &self.bulk] {
             let queue = config.queue.as_ref().to_string();
-            let moved: Vec<(String, String)> = QUARANTINE_SCRIPT
+            let (dropped, moved): (i64, Vec<(String, String)>) = QUARANTINE_SCRIPT
                 .key(config.active_jobs_list())
                 .key(config.scheduled_jobs_set())
                 .key(config.workers_set())
@@ -152,15 +167,18 @@ impl RedisBroker {
                 .arg(now)
                 .arg(&queue)
                 .arg(KEPT_BYTES)
+                .arg(DEAD_LETTER_CAP)
                 .invoke_async(&mut conn)
                 .await?;
+            self.dropped_dead_letters(dropped);
             found.extend(moved.into_iter().map(|(id, why)| (queue.clone(), id, why)));
         }
         Ok(found)
     }
 
     /// Records a task the handler could not decode in the dead-letter list
-    /// (the handler then acknowledges it, so it is not fetched again).
+    /// (the handler then acknowledges it, so it is not fetched again), and
+    /// trims the list to its newest [`DEAD_LETTER_CAP`] entries.
     pub async fn dead_letter(
         &self,
         config: &Config,
@@ -175,12 +193,29 @@ impl RedisBroker {
             "at": chrono::Utc::now().timestamp(),
         });
         let mut conn = self.conn.clone();
-        redis::cmd("RPUSH")
-            .arg(self.dead_letter_list())
-            .arg(entry.to_string())
-            .query_async::<i64>(&mut conn)
-            .await
-            .map(drop)
+        let list = self.dead_letter_list();
+        let (len, ()): (i64, ()) = redis::pipe()
+            .atomic()
+            .rpush(&list, entry.to_string())
+            .ltrim(&list, -(DEAD_LETTER_CAP as isize), -1)
+            .query_async(&mut conn)
+            .await?;
+        self.dropped_dead_letters(len - DEAD_LETTER_CAP);
+        Ok(())
+    }
+
+    /// Logs and counts the oldest dead letters a trim dropped (if any).
+    fn dropped_dead_letters(&self, dropped: i64) {
+        if dropped > 0 {
+            tracing::warn!(
+                list = %self.dead_letter_list(),
+                dropped,
+                kept = DEAD_LETTER_CAP,
+                "dead-letter list full: the oldest entries were dropped"
+            );
+            metrics::counter!("faultline_redis_dead_letters_dropped_total")
+                .increment(dropped as u64);
+        }
     }
 }
 
