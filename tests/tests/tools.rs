@@ -335,7 +335,7 @@ async fn github_commits_and_search_ask_github_with_its_query_parameters() {
         .call(&ctx, "github_search", &json!({"query": "flushesInOrder"}))
         .await
         .unwrap();
-    assert_eq!(found["total_count"], 1);
+    assert_eq!(found["count"], 1);
     assert_eq!(
         found["items"][0]["path"],
         "src/test/java/com/example/ledger/BatchWriterTest.java"
@@ -393,7 +393,7 @@ async fn a_rate_limited_github_call_is_retried_after_the_reset_and_blocks_every_
         .call(&ctx, "github_search", &json!({"query": "main"}))
         .await
         .unwrap();
-    assert_eq!(found["total_count"], 0);
+    assert_eq!(found["count"], 0);
     assert_eq!(secondary.count(), 2);
     assert!(secondary.at(1).duration_since(secondary.at(0)).unwrap() >= Duration::from_secs(1));
 }
@@ -694,6 +694,78 @@ async fn tools_read_only_the_failures_own_repository_and_job() {
         .await
         .unwrap_err();
     refused(err, "out of scope");
+}
+
+/// The search sent is `<query> repo:<own>` with a query that is a
+/// conjunction (`OR`, parentheses and a trailing operator are refused
+/// before any request: in GitHub's newer grammar `a OR b repo:x` is
+/// `a OR (b repo:x)`), and the count reported is what the observation
+/// holds, not GitHub's `total_count`, which counts dropped foreign results.
+#[tokio::test(flavor = "multi_thread")]
+async fn github_search_sends_a_conjunction_scoped_to_the_repository_and_counts_what_it_shows() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    let item = |path: &str, repo: &str| {
+        json!({"name": path, "path": path, "sha": "9f1e2d",
+               "html_url": format!("https://github.com/{repo}/blob/main/{path}"),
+               "repository": {"id": 1, "full_name": repo}, "score": 1.0})
+    };
+    Mock::given(method("GET"))
+        .and(path("/search/code"))
+        .respond_with(github_json(
+            json!({"total_count": 250, "incomplete_results": false,
+            "items": [item(FILE, REPO), item("src/Other.java", "Octo-Org/Ledger-API"),
+                      item("secrets.env", "acme/secrets")]}),
+        ))
+        .mount(&gh)
+        .await;
+    let (belt, ctx) = tool_belt(&db, &refs(&github_env(&gh))).await;
+    for query in [
+        "password OR token",
+        "(BatchWriter) secret",
+        "BatchWriter NOT",
+        "BatchWriter -",
+    ] {
+        let err = belt
+            .call(&ctx, "github_search", &json!({"query": query}))
+            .await
+            .unwrap_err();
+        assert!(matches!(&err, ToolError::Invalid(_)), "{query}: {err:?}");
+    }
+    assert_eq!(gh.received_requests().await.unwrap().len(), 0);
+
+    let found = belt
+        .call(
+            &ctx,
+            "github_search",
+            &json!({"query": "BatchWriter NOT test path:src", "limit": 3}),
+        )
+        .await
+        .unwrap();
+    let sent = gh.received_requests().await.unwrap();
+    assert_eq!(sent.len(), 1);
+    let q: Vec<(String, String)> = sent[0].url.query_pairs().into_owned().collect();
+    assert_eq!(
+        q,
+        [
+            (
+                "q".to_string(),
+                format!("BatchWriter NOT test path:src repo:{REPO}")
+            ),
+            ("per_page".to_string(), "3".to_string())
+        ]
+    );
+    assert_eq!(found["count"], 2, "{found}");
+    assert_eq!(found["items"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        found["total_count"],
+        json!(null),
+        "GitHub's count is not passed on"
+    );
+    assert_eq!(
+        found["dropped"], "1 result(s) of other repositories were dropped",
+        "{found}"
+    );
 }
 
 /// Issue 14, finding 9: numbers the schema forbids never reach GitHub,

@@ -333,7 +333,15 @@ impl GithubClient {
         self.get_json(&what, url).await
     }
 
-    /// Code search restricted to one repository.
+    /// Code search restricted to one repository: `q` is `<query>
+    /// repo:<owner>/<name>`. REST `search/code` reads the legacy search
+    /// grammar, where a qualifier filters the whole query wherever it
+    /// stands (and parentheses are not grouping: GitHub ignores or refuses
+    /// them, so `(<query>) repo:…` is no fix); callers pass a conjunction
+    /// only (`tools::scope::check_search_query` refuses `OR`, parentheses
+    /// and a trailing operator), so the qualifier also binds to all of it
+    /// in the newer code-search grammar, where `a OR b repo:x` is
+    /// `a OR (b repo:x)`.
     pub async fn search_code(
         &self,
         repo: &(String, String),

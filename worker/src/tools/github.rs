@@ -277,7 +277,7 @@ impl Tool for GithubSearch {
     }
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
-            "query": {"type": "string", "maxLength": 256, "description": "search terms; the search is scoped to the failing repository (repo:, org:, user: qualifiers are refused; path:, language:, filename:, extension:, in: narrow it)"},
+            "query": {"type": "string", "maxLength": 256, "description": "search terms, all of which must match (no OR or parentheses: one call per alternative); the search is scoped to the failing repository (repo:, org:, user: qualifiers are refused; path:, language:, filename:, extension:, in: narrow it)"},
             "repo": {"type": "string", "maxLength": 200, "description": "owner/name of the failing repository (the only one searched); may be omitted"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"]})
     }
@@ -295,12 +295,11 @@ impl Tool for GithubSearch {
             scope::check_search_query(query).map_err(ToolError::Invalid)?;
             let limit = int(input, "limit", 10) as u32;
             let found = self.0.search_code(&repo, query, limit).await?;
+            let listed = found["items"].as_array().map_or(&[][..], Vec::as_slice);
             // Belt and braces: an item of another repository is dropped
             // even if the query somehow widened the search.
-            let items: Vec<Value> = found["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let items: Vec<Value> = listed
+                .iter()
                 .filter(|i| {
                     i["repository"]["full_name"].as_str().is_none_or(|full| {
                         parse_repo(full).is_some_and(|r| scope::same_repo(&r, &repo))
@@ -308,11 +307,19 @@ impl Tool for GithubSearch {
                 })
                 .map(|i| json!({"path": i["path"], "blob_sha": i["sha"], "url": i["html_url"]}))
                 .collect();
-            Ok(
-                json!({"repo": format!("{}/{}", repo.0, repo.1), "query": query,
-                      "total_count": found["total_count"], "incomplete_results": found["incomplete_results"],
-                      "items": items}),
-            )
+            // GitHub's `total_count` is not passed on: it counts what was
+            // dropped too. `count` is what this observation holds.
+            let dropped = listed.len() - items.len();
+            let mut out = json!({"repo": format!("{}/{}", repo.0, repo.1), "query": query,
+                "count": items.len(), "incomplete_results": found["incomplete_results"],
+                "items": items});
+            if dropped > 0 {
+                out["dropped"] = json!(format!(
+                    "{dropped} result(s) of other repositories were dropped"
+                ));
+                tracing::warn!(run_id = %ctx.run_id, dropped, "github_search dropped results of other repositories");
+            }
+            Ok(out)
         })
     }
 }

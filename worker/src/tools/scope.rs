@@ -8,7 +8,11 @@
 //! client); the query may not widen it: `repo:`, `org:`, `user:` and the
 //! other scope qualifiers are refused anywhere in it, quoted or not, and a
 //! qualifier GitHub might read that is not one of the few that narrow a
-//! search inside a repository is refused outside quotes.
+//! search inside a repository is refused outside quotes. The query must be
+//! a conjunction, so the appended qualifier binds to all of it in either
+//! of GitHub's grammars: `OR` and parentheses outside quotes, and a
+//! trailing `NOT`, `AND`, `-` or `\` (which would take the qualifier as
+//! its operand), are refused.
 
 /// Qualifiers that choose *which* repositories GitHub searches.
 const SCOPE_QUALIFIERS: [&str; 9] = [
@@ -119,6 +123,55 @@ pub fn check_search_query(query: &str) -> Result<(), String> {
         }
         i = end.max(i + 1);
     }
+    check_conjunction(query)
+}
+
+/// Refuses what could make the appended `repo:` bind to less than the
+/// whole query (the newer code-search grammar reads `a OR b repo:x` as
+/// `a OR (b repo:x)`, and `a NOT repo:x` as excluding the repository).
+fn check_conjunction(query: &str) -> Result<(), String> {
+    let bytes = query.as_bytes();
+    let bare = |at: usize| {
+        bytes
+            .get(at)
+            .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+    };
+    let mut quoted = false;
+    for (at, &b) in bytes.iter().enumerate() {
+        match b {
+            b'"' => quoted = !quoted,
+            _ if quoted => {}
+            b'(' | b')' => {
+                return Err(format!(
+                    "github_search takes no parentheses (one call per alternative); put a \
+                     literal {} in double quotes",
+                    b as char
+                ));
+            }
+            b'O' if bytes.get(at + 1) == Some(&b'R')
+                && (at == 0 || bare(at - 1))
+                && bare(at + 2) =>
+            {
+                return Err(
+                    "github_search takes no OR: search one alternative per call (all terms \
+                     of a query must match); put a literal OR in double quotes"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let tail = query.trim_end();
+    let dangling = ["NOT", "AND"].into_iter().find(|op| {
+        tail.strip_suffix(op)
+            .is_some_and(|before| before.is_empty() || bare(before.len() - 1))
+    });
+    if let Some(op) = dangling.or_else(|| ["-", "\\"].into_iter().find(|c| tail.ends_with(c))) {
+        return Err(format!(
+            "github_search query ends with {op:?}, which would apply to the repository \
+             qualifier appended to it; end it with a search term"
+        ));
+    }
     Ok(())
 }
 
@@ -155,6 +208,37 @@ mod tests {
         }
         for query in ["x unknown:thing", "\"unbalanced repo", "line\nrepo:acme/x"] {
             assert!(check_search_query(query).is_err(), "{query}");
+        }
+    }
+
+    #[test]
+    fn only_a_conjunction_is_searched_so_the_repository_binds_to_all_of_it() {
+        for (query, why) in [
+            ("password OR token", "no OR"),
+            ("OR token", "no OR"),
+            ("x\"a\"OR\"b\"", "no OR"),
+            ("(password OR token)", "no parentheses"),
+            ("(secret)", "no parentheses"),
+            ("flushesInOrder NOT", "ends with \"NOT\""),
+            ("NOT", "ends with \"NOT\""),
+            ("x AND  ", "ends with \"AND\""),
+            ("x -", "ends with \"-\""),
+            ("x \\", "ends with"),
+        ] {
+            let err = check_search_query(query).expect_err(query);
+            assert!(err.contains(why), "{query}: {err}");
+        }
+        for query in [
+            "ORACLE_HOME",
+            "color or colour",
+            "\"this OR that\"",
+            "\"fn main()\"",
+            "NullPointerException NOT test",
+            "CANNOT",
+            "x -path:vendor",
+            "x AND y",
+        ] {
+            assert_eq!(check_search_query(query), Ok(()), "{query}");
         }
     }
 
