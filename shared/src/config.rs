@@ -1,7 +1,13 @@
 //! Typed settings, read once at start from `FAULTLINE_*` environment
 //! variables (documented in the README's configuration table).
 
+mod allowed;
+
 use std::{collections::BTreeMap, fmt, time::Duration};
+
+pub use allowed::{
+    ALLOWED_JENKINS_JOBS, ALLOWED_REPOSITORIES, AllowList, parse_repo, valid_job_name,
+};
 
 /// A value that must never be printed (database URLs carry passwords).
 #[derive(Clone)]
@@ -75,6 +81,9 @@ pub struct Settings {
     /// `REVIEW_CLAIM_TTL`: how long a reviewer's claim holds before the item
     /// returns to the queue (checked in the queries, no background job).
     pub review_claim_ttl: Duration,
+    /// `FAULTLINE_ALLOWED_REPOSITORIES`, `FAULTLINE_ALLOWED_JENKINS_JOBS`:
+    /// the repositories and Jenkins jobs analysed at all (unset: any).
+    pub allowed: AllowList,
     /// Test and chaos knobs, off by default.
     pub chaos: Chaos,
 }
@@ -278,6 +287,7 @@ impl Settings {
             shutdown_grace: env.millis("FAULTLINE_SHUTDOWN_GRACE_MS", 20_000)?,
             thresholds,
             review_claim_ttl: env.duration("REVIEW_CLAIM_TTL", Duration::from_secs(30 * 60))?,
+            allowed: AllowList::from_lookup(&lookup)?,
             chaos: Chaos {
                 step_delay: env.optional_millis("FAULTLINE_CHAOS_STEP_DELAY_MS")?,
                 tool_delay: env.optional_millis("FAULTLINE_CHAOS_TOOL_DELAY_MS")?,
@@ -533,6 +543,15 @@ mod tests {
             let err = settings(&[("TOOL_RATE_LIMITS", bad)]).unwrap_err();
             assert_eq!(err.name, "TOOL_RATE_LIMITS", "{bad}");
         }
+    }
+
+    #[test]
+    fn the_allow_list_is_read_with_the_settings() {
+        assert_eq!(settings(&[]).unwrap().allowed, AllowList::default());
+        let s = settings(&[(ALLOWED_REPOSITORIES, "octo-org/*")]).unwrap();
+        assert!(!s.allowed.allows_repository("acme", "secrets"));
+        let err = settings(&[(ALLOWED_JENKINS_JOBS, "a//b")]).unwrap_err();
+        assert_eq!(err.name, ALLOWED_JENKINS_JOBS);
     }
 
     #[test]

@@ -768,6 +768,93 @@ async fn github_search_sends_a_conjunction_scoped_to_the_repository_and_counts_w
     );
 }
 
+/// `FAULTLINE_ALLOWED_REPOSITORIES` / `FAULTLINE_ALLOWED_JENKINS_JOBS`: a
+/// failure of a repository or job outside them gets no tool call through,
+/// even on its own repository and job; the refusal is `out of scope:`
+/// (the run goes to review) and no request is sent. Inside them, the
+/// same calls work.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_refuse_a_repository_or_job_outside_the_allow_list() {
+    let db = TestDb::new().await;
+    let gh = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("/repos/{REPO}/contents/{FILE}")))
+        .respond_with(github_json(contents(FILE, "class BatchWriter {}\n")))
+        .mount(&gh)
+        .await;
+    let jenkins = FakeJenkins::start(
+        "ledger-api",
+        813,
+        "ci-bot",
+        "11aa22bb",
+        vec!["Finished: FAILURE\n".into()],
+    )
+    .await;
+    let env = |repos: &str, jobs: &str| {
+        let mut env = github_env(&gh);
+        env.extend([
+            ("JENKINS_URL", jenkins.url.clone()),
+            ("JENKINS_USER", "ci-bot".into()),
+            ("JENKINS_API_TOKEN", "11aa22bb".into()),
+            ("FAULTLINE_ALLOWED_REPOSITORIES", repos.into()),
+            ("FAULTLINE_ALLOWED_JENKINS_JOBS", jobs.into()),
+        ]);
+        env
+    };
+    let outside = env("octo-org/other, acme/*", "team-a/, ledger-api-nightly");
+    let (belt, ctx) = tool_belt(&db, &refs(&outside)).await;
+    for (tool, args, list) in [
+        (
+            "github_file",
+            json!({"path": FILE}),
+            "FAULTLINE_ALLOWED_REPOSITORIES",
+        ),
+        (
+            "github_commits",
+            json!({}),
+            "FAULTLINE_ALLOWED_REPOSITORIES",
+        ),
+        (
+            "github_search",
+            json!({"query": "BatchWriter"}),
+            "FAULTLINE_ALLOWED_REPOSITORIES",
+        ),
+        (
+            "jenkins_console",
+            json!({}),
+            "FAULTLINE_ALLOWED_JENKINS_JOBS",
+        ),
+        (
+            "jenkins_console",
+            json!({"build": 812}),
+            "FAULTLINE_ALLOWED_JENKINS_JOBS",
+        ),
+    ] {
+        match belt.call(&ctx, tool, &args).await {
+            Err(ToolError::Failed(m) | ToolError::Invalid(m)) => assert!(
+                m.starts_with("out of scope:") && m.contains(list),
+                "{tool}: {m}"
+            ),
+            other => panic!("{tool} {args}: {other:?}"),
+        }
+    }
+    assert_eq!(gh.received_requests().await.unwrap().len(), 0);
+    assert_eq!(jenkins.count(), 0, "a refused call reached Jenkins");
+
+    let inside = env("Octo-Org/*", "LEDGER-API");
+    let (belt, ctx) = tool_belt(&db, &refs(&inside)).await;
+    let file = belt
+        .call(&ctx, "github_file", &json!({"path": FILE}))
+        .await
+        .unwrap();
+    assert_eq!(file["lines"][0]["text"], "class BatchWriter {}");
+    let console = belt
+        .call(&ctx, "jenkins_console", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(console["lines"][0]["text"], "Finished: FAILURE");
+}
+
 /// Issue 14, finding 9: numbers the schema forbids never reach GitHub,
 /// however large (`2^64 - 1` once slipped past the range check).
 #[tokio::test(flavor = "multi_thread")]

@@ -2,6 +2,8 @@
 //! and its trace. Bearer tokens: `ingest` submits, `reviewer` reads, `admin`
 //! does both (see `auth.rs`).
 
+use std::sync::LazyLock;
+
 use axum::{
     Json,
     extract::{Path, State, rejection::JsonRejection, rejection::PathRejection},
@@ -9,6 +11,7 @@ use axum::{
     response::Response,
 };
 use faultline_shared::{
+    config::{AllowList, ConfigError},
     hex,
     storage::{
         events::{self, NewEvent},
@@ -73,6 +76,7 @@ pub async fn create(
 ) -> Result<Response, AppError> {
     let Json(req) = body?;
     check_fields(&req)?;
+    check_allowed(&req)?;
     let (log, log_url) = match (req.log, req.log_url) {
         (Some(_), Some(_)) => {
             return Err(AppError::bad_request(
@@ -163,6 +167,32 @@ fn check_fields(req: &CreateAnalysis) -> Result<(), AppError> {
     check_opt("repository", req.repository.as_deref(), MAX_URL)?;
     check_opt("commit", req.commit.as_deref(), 255)?;
     check_opt("log_url", req.log_url.as_deref(), MAX_URL)?;
+    Ok(())
+}
+
+/// `FAULTLINE_ALLOWED_REPOSITORIES` and `FAULTLINE_ALLOWED_JENKINS_JOBS`,
+/// read on first use by the shared parser that `Settings::from_env` ran at
+/// start-up (so a bad value stopped the process before it served).
+// TODO: take it from `Settings::allowed` through `AppState` (mod.rs).
+static ALLOWED: LazyLock<Result<AllowList, ConfigError>> = LazyLock::new(AllowList::from_env);
+
+/// Refuses (403, naming the field) a submission whose repository or job is
+/// outside the operator's allow-list: the worker would read it with its own
+/// credentials. Unset lists allow anything.
+fn check_allowed(req: &CreateAnalysis) -> Result<(), AppError> {
+    let allowed = ALLOWED
+        .as_ref()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid allow-list: {e}")))?;
+    if let Some(repository) = &req.repository {
+        allowed
+            .check_repository(repository)
+            .map_err(|why| AppError::Forbidden(format!("repository: {why}")))?;
+    }
+    if let Some(job) = &req.job {
+        allowed
+            .check_job(job)
+            .map_err(|why| AppError::Forbidden(format!("job: {why}")))?;
+    }
     Ok(())
 }
 

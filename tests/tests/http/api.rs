@@ -519,3 +519,97 @@ async fn a_client_presenting_too_many_wrong_tokens_gets_429_with_retry_after() {
         assert!((1..=60).contains(&retry), "{retry}");
     }
 }
+
+/// `FAULTLINE_ALLOWED_REPOSITORIES` / `FAULTLINE_ALLOWED_JENKINS_JOBS`: a
+/// submission naming a repository or job outside them is a 403 naming the
+/// field, and nothing is stored; inside them (any spelling GitHub or
+/// Jenkins would read as the same), or naming neither, it is accepted. A
+/// bad list stops the binary at start, naming the variable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_submission_outside_the_allow_list_is_refused_naming_the_field() {
+    let db = TestDb::new().await;
+    let bad = db.cli(
+        &["token", "list"],
+        &[("FAULTLINE_ALLOWED_REPOSITORIES", "octo-org")],
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && stderr.contains("FAULTLINE_ALLOWED_REPOSITORIES"),
+        "{stderr}"
+    );
+    let ingest = db.token("ingest", "ci");
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_ALLOWED_REPOSITORIES", "octo-org/*, acme/ledger"),
+            (
+                "FAULTLINE_ALLOWED_JENKINS_JOBS",
+                "team-a/, platform/ledger-api",
+            ),
+        ],
+    )
+    .await;
+    let submit = |fields: serde_json::Value| {
+        let mut body = json!({"log": oom_log()});
+        body.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        server
+            .post("/api/v1/analyses")
+            .bearer_auth(&ingest)
+            .json(&body)
+    };
+    for (fields, field, named) in [
+        (
+            json!({"repository": "acme/secrets"}),
+            "repository",
+            "acme/secrets",
+        ),
+        (
+            json!({"repository": "https://github.com/acme/secrets.git"}),
+            "repository",
+            "acme/secrets",
+        ),
+        (
+            json!({"repository": "octo/repo/../../acme/secrets"}),
+            "repository",
+            "not a GitHub owner/name",
+        ),
+        (
+            json!({"repository": "octo-org/ledger-api", "job": "deploy-prod"}),
+            "job",
+            "deploy-prod",
+        ),
+        (
+            json!({"job": "platform/ledger-api-v2"}),
+            "job",
+            "platform/ledger-api-v2",
+        ),
+        (
+            json!({"job": "team-a/../deploy-prod"}),
+            "job",
+            "not a Jenkins job name",
+        ),
+    ] {
+        let (status, err) = send(submit(fields.clone())).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{fields}: {err}");
+        let detail = err["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.starts_with(&format!("{field}: ")) && detail.contains(named),
+            "{fields}: {err}"
+        );
+    }
+    assert_eq!(
+        count(&db, "failure_events").await,
+        0,
+        "a refused submission was stored"
+    );
+    for fields in [
+        json!({"repository": "https://github.com/Octo-Org/Ledger-API.git", "job": "Team-A/ledger-api"}),
+        json!({"repository": "acme/ledger", "job": "platform/ledger-api", "build": 7}),
+        json!({"test": "BatchTest"}),
+    ] {
+        let (status, created) = send(submit(fields.clone())).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{fields}: {created}");
+    }
+}

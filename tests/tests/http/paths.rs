@@ -198,3 +198,79 @@ async fn a_climbing_repository_name_reaches_no_other_github_path() {
             .collect::<Vec<_>>()
     );
 }
+
+/// `FAULTLINE_ALLOWED_REPOSITORIES` / `FAULTLINE_ALLOWED_JENKINS_JOBS` in
+/// the worker, which holds the credentials: a GitHub delivery and a Jenkins
+/// notification outside the lists (stored as a webhook would store them,
+/// or as `enqueue` or reprocessing would) fetch nothing; each run fails
+/// with the reason recorded, and no request reaches GitHub or Jenkins.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_outside_the_allow_list_reach_neither_github_nor_jenkins() {
+    let db = TestDb::new().await;
+    let github = answers_everything().await;
+    let jenkins = answers_everything().await;
+    let root = format!("{}/", jenkins.uri());
+    let github_event = NewEvent {
+        dedup_key: "github:outside".into(),
+        source: "github".into(),
+        repository: Some("acme/secrets".into()),
+        commit_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
+        payload: json!({"github": {
+            "kind": "workflow_job", "repository": "acme/secrets", "job_id": 399444496,
+            "run_id": 30433642, "job_name": "build", "head_branch": "main", "workflow_id": 1}}),
+        ..NewEvent::default()
+    };
+    let jenkins_event = NewEvent {
+        dedup_key: "jenkins:outside".into(),
+        source: "jenkins".into(),
+        job_name: Some("deploy-prod".into()),
+        build_number: Some("812".into()),
+        payload: json!({"jenkins": {
+            "job_url": "job/deploy-prod/", "console_url": format!("{root}job/deploy-prod/812/"),
+            "phase": "COMPLETED", "status": "FAILURE", "log_inline": false}}),
+        ..NewEvent::default()
+    };
+    let mut runs = Vec::new();
+    for (event, list) in [
+        (github_event, "FAULTLINE_ALLOWED_REPOSITORIES"),
+        (jenkins_event, "FAULTLINE_ALLOWED_JENKINS_JOBS"),
+    ] {
+        let ingested = events::ingest(&db.pool, &event, &b""[..], LIMITS)
+            .await
+            .unwrap();
+        runs.push((ingested.run_id, list));
+    }
+    let api = github.uri();
+    let worker = db.worker(
+        "w1",
+        &[
+            ("GITHUB_TOKEN", GITHUB_TOKEN),
+            ("GITHUB_API_URL", api.as_str()),
+            ("JENKINS_URL", root.as_str()),
+            ("JENKINS_USER", "ci-bot"),
+            ("JENKINS_API_TOKEN", "11aa22bb"),
+            ("FAULTLINE_ALLOWED_REPOSITORIES", "octo-org/*"),
+            ("FAULTLINE_ALLOWED_JENKINS_JOBS", "team-a/, ledger-api"),
+        ],
+    );
+    for (run, list) in runs {
+        let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+        let reason = failure_reason(&db, run).await;
+        assert_eq!(status, "failed", "{reason}\n{}", worker.stderr());
+        assert!(
+            reason.contains("log unavailable: out of scope:") && reason.contains(list),
+            "{reason}"
+        );
+    }
+    for server in [&github, &jenkins] {
+        let requests = server.received_requests().await.unwrap();
+        assert!(
+            requests.is_empty(),
+            "the worker called {:?}",
+            requests
+                .iter()
+                .map(|r| r.url.to_string())
+                .collect::<Vec<_>>()
+        );
+    }
+}

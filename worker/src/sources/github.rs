@@ -9,14 +9,14 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use faultline_shared::config::{self, ConfigError, Secret};
+use faultline_shared::config::{self, ALLOWED_REPOSITORIES, AllowList, ConfigError, Secret};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use super::{ApiError, Gate, now_epoch, parse_num, read_at_most, send_error, status_error};
-use crate::http;
+use crate::{http, tools::OUT_OF_SCOPE};
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 const SERVICE: &str = "GitHub";
@@ -63,33 +63,9 @@ impl GithubConfig {
     }
 }
 
-/// `owner/name` of a repository, from `owner/name` or a clone URL
-/// (`https://github.com/owner/name.git`, `git@github.com:owner/name.git`).
-/// Text with a dot segment anywhere (`octo/repo/../../../user/repos`) names
-/// no repository: taking its last two segments would name another one.
-pub fn parse_repo(text: &str) -> Option<(String, String)> {
-    let t = text.trim().trim_end_matches('/');
-    if t.split(['/', ':', '\\']).any(|s| s == "." || s == "..") || t.contains(['%', '?', '#', '\\'])
-    {
-        return None;
-    }
-    let t = t.strip_suffix(".git").unwrap_or(t);
-    let t = t.rsplit_once(':').map_or(t, |(head, tail)| {
-        // `git@host:owner/name`, but not the scheme of `https://…`.
-        if head.contains("//") { t } else { tail }
-    });
-    let mut parts = t.rsplit('/');
-    let name = parts.next()?;
-    let owner = parts.next()?;
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    };
-    (ok(owner) && ok(name)).then(|| (owner.to_string(), name.to_string()))
-}
+/// `owner/name` of a repository, from `owner/name` or a clone URL; the
+/// allow-list reads repositories the same way.
+pub use faultline_shared::config::parse_repo;
 
 /// Exactly `owner/name`, as a webhook's `repository.full_name` is: the
 /// repository every API call for a GitHub event is built from (issue 14).
@@ -149,10 +125,13 @@ pub struct GithubClient {
     cfg: GithubConfig,
     http: reqwest::Client,
     gate: Gate,
+    /// `FAULTLINE_ALLOWED_REPOSITORIES`: every call checks its repository
+    /// first, so the token reaches no other, whoever asks.
+    allowed: AllowList,
 }
 
 impl GithubClient {
-    pub fn new(cfg: GithubConfig, pool: PgPool) -> Self {
+    pub fn new(cfg: GithubConfig, pool: PgPool, allowed: AllowList) -> Self {
         let gate = Gate {
             pool,
             api: "github",
@@ -162,7 +141,24 @@ impl GithubClient {
             http: super::client(cfg.timeout),
             cfg,
             gate,
+            allowed,
         }
+    }
+
+    /// Refuses a repository outside `FAULTLINE_ALLOWED_REPOSITORIES`
+    /// before any request (an `out of scope:` error the run records).
+    fn in_scope(&self, repo: &(String, String)) -> Result<(), ApiError> {
+        if self.allowed.allows_repository(&repo.0, &repo.1) {
+            return Ok(());
+        }
+        Err(ApiError::Permanent {
+            status: None,
+            message: format!(
+                "{OUT_OF_SCOPE} repository {}/{} is not in {ALLOWED_REPOSITORIES}: the worker \
+                 reads nothing of it",
+                repo.0, repo.1
+            ),
+        })
     }
 
     /// `{api}/repos/{owner}/{name}/{rest…}`, each segment percent-encoded.
@@ -265,6 +261,7 @@ impl GithubClient {
         path: &str,
         reference: &str,
     ) -> Result<FileText, ApiError> {
+        self.in_scope(repo)?;
         let segments = check_path(path).map_err(|message| ApiError::Permanent {
             status: None,
             message,
@@ -318,6 +315,7 @@ impl GithubClient {
         reference: Option<&str>,
         limit: u32,
     ) -> Result<Value, ApiError> {
+        self.in_scope(repo)?;
         let mut url = self.repo_url(repo, &["commits"]);
         {
             let mut q = url.query_pairs_mut();
@@ -348,6 +346,7 @@ impl GithubClient {
         query: &str,
         limit: u32,
     ) -> Result<Value, ApiError> {
+        self.in_scope(repo)?;
         let mut url = Url::parse(&self.cfg.api_url).expect("validated");
         url.path_segments_mut()
             .expect("http URL")
@@ -367,6 +366,7 @@ impl GithubClient {
         path: &str,
         reference: &str,
     ) -> Result<Vec<Value>, ApiError> {
+        self.in_scope(repo)?;
         check_path(path).map_err(|message| ApiError::Permanent {
             status: None,
             message,
@@ -444,6 +444,7 @@ impl GithubClient {
         repo: &(String, String),
         job_id: u64,
     ) -> Result<Response, ApiError> {
+        self.in_scope(repo)?;
         let url = self.repo_url(repo, &["actions", "jobs", &job_id.to_string(), "logs"]);
         let what = format!("log of job {job_id} in {}/{}", repo.0, repo.1);
         self.send(&what, || self.http.get(url.clone())).await
@@ -451,6 +452,7 @@ impl GithubClient {
 
     /// A workflow run (its workflow's id, which `workflow_job` deliveries lack).
     pub async fn run(&self, repo: &(String, String), run_id: u64) -> Result<RunRef, ApiError> {
+        self.in_scope(repo)?;
         let url = self.repo_url(repo, &["actions", "runs", &run_id.to_string()]);
         let what = format!("run {run_id} in {}/{}", repo.0, repo.1);
         let body = self.get_json(&what, url).await?;
@@ -467,6 +469,7 @@ impl GithubClient {
         workflow_id: u64,
         branch: &str,
     ) -> Result<Option<RunRef>, ApiError> {
+        self.in_scope(repo)?;
         let id = workflow_id.to_string();
         let mut url = self.repo_url(repo, &["actions", "workflows", &id, "runs"]);
         url.query_pairs_mut()
@@ -494,6 +497,7 @@ impl GithubClient {
         repo: &(String, String),
         run_id: u64,
     ) -> Result<Vec<Job>, ApiError> {
+        self.in_scope(repo)?;
         let mut url = self.repo_url(repo, &["actions", "runs", &run_id.to_string(), "jobs"]);
         url.query_pairs_mut()
             .append_pair("filter", "latest")
@@ -521,25 +525,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn repositories_are_read_from_names_and_clone_urls() {
+    fn a_full_name_is_exactly_owner_slash_name() {
         let want = Some(("octo-org".to_string(), "ledger-api".to_string()));
-        assert_eq!(parse_repo("octo-org/ledger-api"), want);
-        assert_eq!(
-            parse_repo("https://github.com/octo-org/ledger-api.git"),
-            want
-        );
-        assert_eq!(parse_repo("git@github.com:octo-org/ledger-api.git"), want);
-        assert_eq!(
-            parse_repo("https://ghe.example.com/octo-org/ledger-api/"),
-            want
-        );
-        assert_eq!(parse_repo("ledger-api"), None);
-        assert_eq!(parse_repo("octo org/x"), None);
-        assert_eq!(parse_repo("../x"), None);
-        // Issue 14: the last two segments of a climbing path are not its repository.
-        assert_eq!(parse_repo("octo/repo/../../../user/repos"), None);
-        assert_eq!(parse_repo("https://github.com/octo/repo/../x/y.git"), None);
-        assert_eq!(parse_repo("octo/repo%2F..%2Fx"), None);
         assert_eq!(full_name("octo-org/ledger-api"), want);
         assert_eq!(full_name("octo/repo/../../../user/repos"), None);
         assert_eq!(

@@ -5,7 +5,7 @@
 
 use std::{collections::VecDeque, time::Duration};
 
-use faultline_shared::config::{self, ConfigError, Secret};
+use faultline_shared::config::{self, ALLOWED_JENKINS_JOBS, AllowList, ConfigError, Secret};
 use reqwest::{Response, Url};
 use sqlx::PgPool;
 
@@ -13,7 +13,7 @@ use super::{
     ApiError, Gate, jenkins_path::JobPath, now_epoch, parse_num, read_at_most, send_error,
     status_error,
 };
-use crate::http;
+use crate::{http, tools::OUT_OF_SCOPE};
 
 const SERVICE: &str = "Jenkins";
 
@@ -78,10 +78,13 @@ pub struct JenkinsClient {
     cfg: JenkinsConfig,
     http: reqwest::Client,
     gate: Gate,
+    /// `FAULTLINE_ALLOWED_JENKINS_JOBS`: [`Self::open`] reads the job back
+    /// from every URL and refuses one outside it before any request.
+    allowed: AllowList,
 }
 
 impl JenkinsClient {
-    pub fn new(cfg: JenkinsConfig, pool: PgPool) -> Self {
+    pub fn new(cfg: JenkinsConfig, pool: PgPool, allowed: AllowList) -> Self {
         Self {
             http: super::client(cfg.timeout),
             gate: Gate {
@@ -90,7 +93,28 @@ impl JenkinsClient {
                 max_wait: Duration::from_secs(60),
             },
             cfg,
+            allowed,
         }
+    }
+
+    /// Refuses a URL whose job is outside `FAULTLINE_ALLOWED_JENKINS_JOBS`
+    /// (an `out of scope:` error the run records).
+    fn in_scope(&self, url: &Url) -> Result<(), ApiError> {
+        if self.allowed.allows_any_job() {
+            return Ok(());
+        }
+        let why = match JobPath::of_url(&self.cfg.url, url) {
+            Some(job) if self.allowed.allows_job(job.names()) => return Ok(()),
+            Some(job) => format!("Jenkins job {}", job.names().join("/")),
+            None => format!("{url} names no Jenkins job under JENKINS_URL, so it"),
+        };
+        Err(ApiError::Permanent {
+            status: None,
+            message: format!(
+                "{OUT_OF_SCOPE} {why} is not in {ALLOWED_JENKINS_JOBS}: the worker reads nothing \
+                 of it"
+            ),
+        })
     }
 
     pub fn console_max_bytes(&self) -> usize {
@@ -131,6 +155,7 @@ impl JenkinsClient {
 
     /// Opens a console log; the body is left to stream.
     pub async fn open(&self, url: &Url) -> Result<Response, ApiError> {
+        self.in_scope(url)?;
         let what = url.as_str();
         let (result, _) = http::retrying(super::policy(&self.gate), what, || async {
             self.gate.pass().await?;
@@ -245,7 +270,7 @@ mod tests {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .connect_lazy("postgres://localhost/unused")
             .unwrap();
-        JenkinsClient::new(cfg, pool)
+        JenkinsClient::new(cfg, pool, AllowList::default())
     }
 
     // The client's pool needs a runtime, even unused.

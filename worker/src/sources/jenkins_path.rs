@@ -11,6 +11,8 @@
 //! and the URL is rebuilt under `JENKINS_URL` with every name pushed as
 //! one percent-encoded path segment.
 
+// A name Jenkins could have made, checked as the allow-list checks names.
+use faultline_shared::config::valid_job_name as valid_name;
 use reqwest::Url;
 
 /// A job: the names of its folders and itself (`team`, `app`, `main` for
@@ -92,18 +94,25 @@ impl JobPath {
     pub fn console_url(&self, root: &Url, build: u64) -> Url {
         self.url(root, &[&build.to_string(), "consoleText"])
     }
-}
 
-/// A job name Jenkins could have made: not empty, no control characters, no
-/// `/`, `\` or `;` (Jenkins never puts them in an item name — a multibranch
-/// branch `feature/x` is the name `feature%2Fx` — and a proxy that decodes
-/// `%2F` or reads `..;` as `..` would climb out of the job with them), and
-/// not only dots.
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name.bytes().all(|b| b == b'.')
-        && !name.contains(['/', '\\', ';'])
-        && !name.chars().any(char::is_control)
+    /// The job of a URL that [`Self::url`] built under `root`, read back;
+    /// `None` for any other URL.
+    pub fn of_url(root: &Url, url: &Url) -> Option<Self> {
+        if url.origin() != root.origin() {
+            return None;
+        }
+        let rest = url.path().strip_prefix(root.path())?;
+        let segments: Vec<String> = rest.split('/').map(decode).collect::<Option<_>>()?;
+        if segments.first().is_none_or(|s| s != "job") {
+            return None;
+        }
+        job_pairs(&segments).map(|(job, _)| job)
+    }
+
+    /// The names of the job's folders and of the job itself.
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
 }
 
 /// A matrix configuration segment: `axis=value` pairs joined by `,`, each
@@ -280,6 +289,24 @@ mod tests {
                 console(url)
             );
         }
+    }
+
+    #[test]
+    fn a_built_url_reads_back_as_its_job() {
+        for job in ["a/b c", "team/feature%2Fx", "m"] {
+            let job = JobPath::from_names(job).unwrap();
+            for url in [
+                job.console_url(&root(), 7),
+                job.url(&root(), &["lastSuccessfulBuild", "consoleText"]),
+            ] {
+                let back = JobPath::of_url(&root(), &url).unwrap();
+                assert_eq!(back.names(), job.names(), "{url}");
+            }
+        }
+        let other = Url::parse("http://elsewhere:8080/ci/job/a/1/consoleText").unwrap();
+        assert_eq!(JobPath::of_url(&root(), &other), None);
+        let outside = Url::parse("http://jenkins.internal:8080/job/a/1/consoleText").unwrap();
+        assert_eq!(JobPath::of_url(&root(), &outside), None);
     }
 
     #[test]

@@ -16,7 +16,10 @@ pub mod jenkins_path;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use faultline_shared::{config::ConfigError, storage::ratelimit};
+use faultline_shared::{
+    config::{AllowList, ConfigError},
+    storage::ratelimit,
+};
 use reqwest::StatusCode;
 use sqlx::PgPool;
 
@@ -31,6 +34,10 @@ pub struct SourcesConfig {
     pub fetch_max_bytes: u64,
     /// `FAULTLINE_LOG_FETCH_TIMEOUT_MS`: bound on one whole log fetch.
     pub fetch_timeout: Duration,
+    /// `FAULTLINE_ALLOWED_REPOSITORIES`, `FAULTLINE_ALLOWED_JENKINS_JOBS`
+    /// (read by the shared parser, as `Settings` reads them): both clients
+    /// refuse anything outside.
+    pub allowed: AllowList,
 }
 
 impl SourcesConfig {
@@ -49,18 +56,21 @@ impl SourcesConfig {
                 "FAULTLINE_LOG_FETCH_TIMEOUT_MS",
                 300_000,
             )?),
+            allowed: AllowList::from_lookup(get)?,
         })
     }
 
     /// The clients and the log fetcher, sharing `pool` for the rate-limit gate.
     pub fn build(self, pool: &PgPool) -> fetch::LogFetcher {
         fetch::LogFetcher {
-            github: self
-                .github
-                .map(|c| std::sync::Arc::new(github::GithubClient::new(c, pool.clone()))),
-            jenkins: self
-                .jenkins
-                .map(|c| std::sync::Arc::new(jenkins::JenkinsClient::new(c, pool.clone()))),
+            github: self.github.map(|c| {
+                let allowed = self.allowed.clone();
+                std::sync::Arc::new(github::GithubClient::new(c, pool.clone(), allowed))
+            }),
+            jenkins: self.jenkins.map(|c| {
+                let allowed = self.allowed.clone();
+                std::sync::Arc::new(jenkins::JenkinsClient::new(c, pool.clone(), allowed))
+            }),
             max_bytes: self.fetch_max_bytes,
             timeout: self.fetch_timeout,
         }
