@@ -2,8 +2,6 @@
 //! and its trace. Bearer tokens: `ingest` submits, `reviewer` reads, `admin`
 //! does both (see `auth.rs`).
 
-use std::sync::LazyLock;
-
 use axum::{
     Json,
     extract::{Path, State, rejection::JsonRejection, rejection::PathRejection},
@@ -11,7 +9,7 @@ use axum::{
     response::Response,
 };
 use faultline_shared::{
-    config::{AllowList, ConfigError},
+    config::AllowList,
     hex,
     storage::{
         events::{self, NewEvent},
@@ -76,7 +74,7 @@ pub async fn create(
 ) -> Result<Response, AppError> {
     let Json(req) = body?;
     check_fields(&req)?;
-    check_allowed(&req)?;
+    check_allowed(&state.allowed, &req)?;
     let (log, log_url) = match (req.log, req.log_url) {
         (Some(_), Some(_)) => {
             return Err(AppError::bad_request(
@@ -119,8 +117,10 @@ pub async fn create(
         .transpose()?;
     let dedup_key = match (key, &log_url) {
         (Some(key), _) => format!("api:{key}"),
-        (None, Some(url)) => format!("api:log_url:{}", hex(&Sha256::digest(url.as_bytes()))),
-        (None, None) => format!("api:sha256:{log_sha256}"),
+        // Without a key, only the identical submission is the same analysis:
+        // the same log under another job, build or repository is not, and no
+        // caller gets a run made for other metadata.
+        (None, _) => format!("api:submission:{submission}"),
     };
     let mut event = NewEvent {
         dedup_key,
@@ -170,19 +170,10 @@ fn check_fields(req: &CreateAnalysis) -> Result<(), AppError> {
     Ok(())
 }
 
-/// `FAULTLINE_ALLOWED_REPOSITORIES` and `FAULTLINE_ALLOWED_JENKINS_JOBS`,
-/// read on first use by the shared parser that `Settings::from_env` ran at
-/// start-up (so a bad value stopped the process before it served).
-// TODO: take it from `Settings::allowed` through `AppState` (mod.rs).
-static ALLOWED: LazyLock<Result<AllowList, ConfigError>> = LazyLock::new(AllowList::from_env);
-
 /// Refuses (403, naming the field) a submission whose repository or job is
 /// outside the operator's allow-list: the worker would read it with its own
 /// credentials. Unset lists allow anything.
-fn check_allowed(req: &CreateAnalysis) -> Result<(), AppError> {
-    let allowed = ALLOWED
-        .as_ref()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("invalid allow-list: {e}")))?;
+fn check_allowed(allowed: &AllowList, req: &CreateAnalysis) -> Result<(), AppError> {
     if let Some(repository) = &req.repository {
         allowed
             .check_repository(repository)

@@ -52,7 +52,9 @@ use axum::{
     routing::{get, post},
 };
 use faultline_shared::{
-    Settings, db,
+    Settings,
+    config::AllowList,
+    db,
     queue::PRIORITY_LIVE,
     storage::events::{self, NewEvent, RunLimits},
 };
@@ -78,6 +80,9 @@ pub struct AppState {
     pub review_claim_ttl: Duration,
     /// Wrong API or Jenkins tokens per client (429 past the limit).
     pub auth_throttle: Arc<throttle::AuthThrottle>,
+    /// `FAULTLINE_ALLOWED_REPOSITORIES` / `_JENKINS_JOBS`: API submissions
+    /// outside them are refused (403).
+    pub allowed: AllowList,
 }
 
 /// Reads the configuration, connects, binds, prints `listening on http://ADDR`
@@ -112,6 +117,7 @@ pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Res
         )),
         config: Arc::new(config),
         review_claim_ttl: settings.review_claim_ttl,
+        allowed: settings.allowed.clone(),
     };
     println!("listening on http://{addr}");
     tracing::info!(%addr, "serving");

@@ -406,6 +406,48 @@ async fn an_idempotency_key_belongs_to_the_token_that_used_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn without_a_key_only_the_identical_submission_is_the_same_run() {
+    let db = TestDb::new().await;
+    let alice = db.cli_ok(
+        &["token", "create", "--role", "ingest", "--name", "alice"],
+        &[],
+    );
+    let bob = db.cli_ok(
+        &["token", "create", "--role", "ingest", "--name", "bob"],
+        &[],
+    );
+    let server = Server::start(&db, &[]).await;
+    let submit = |token: &str, job: &str| {
+        server
+            .post("/api/v1/analyses")
+            .bearer_auth(token)
+            .json(&json!({"log": "error: boom\nBUILD FAILED", "job": job, "build": 7}))
+    };
+    let (status, first) = send(submit(&alice, "api")).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    // The same log under another job is another failure: Bob gets his own
+    // run (it used to be Alice's, with her job).
+    let (status, other) = send(submit(&bob, "web")).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{other}");
+    assert_eq!(other["created"], true, "{other}");
+    assert_ne!(other["run_id"], first["run_id"]);
+    let job: String = sqlx::query_scalar(
+        "SELECT e.job_name FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id WHERE r.id = $1::uuid",
+    )
+    .bind(other["run_id"].as_str().unwrap())
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(job, "web");
+    // The identical submission is the same analysis, whoever sends it.
+    let (_, again) = send(submit(&bob, "api")).await;
+    assert_eq!(
+        (again["run_id"].clone(), again["created"].clone()),
+        (first["run_id"].clone(), json!(false))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_expired_token_gets_401_like_a_revoked_one_and_token_list_shows_expiry() {
     let db = TestDb::new().await;
     let short = db.cli_ok(
