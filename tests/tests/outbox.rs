@@ -196,6 +196,50 @@ async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() 
 }
 
 #[tokio::test]
+async fn a_repository_outside_the_allow_list_gets_no_check_run() {
+    let db = TestDb::new().await;
+    let fake = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 4})))
+        .mount(&fake)
+        .await;
+    let (hook, api) = (format!("{}/hook", fake.uri()), fake.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("NOTIFY_WEBHOOK_URL", hook.as_str()),
+        ("GITHUB_TOKEN", "ghs_test_token"),
+        ("GITHUB_API_URL", api.as_str()),
+        ("FAULTLINE_ALLOWED_REPOSITORIES", "octo-org/allowed"),
+    ]);
+    let _worker = db.worker("w1", &env);
+    // A GitHub failure of another repository that did not come through the
+    // API (the API would have refused it): `enqueue`, or reprocessing.
+    let event = NewEvent {
+        dedup_key: "github:delivery:outside-1".into(),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some("octo-org/secrets".into()),
+        commit_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
+        ..NewEvent::default()
+    };
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+    let run = events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
+        .await
+        .unwrap()
+        .run_id;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(row.delivered_to, ["webhook"], "{row:?}");
+    let requests = fake.received_requests().await.unwrap();
+    let paths: Vec<&str> = requests.iter().map(|r| r.url.path()).collect();
+    assert_eq!(paths, ["/hook"], "the token wrote nothing to GitHub");
+}
+
+#[tokio::test]
 async fn needs_review_runs_are_not_notified_unless_configured() {
     let db = TestDb::new().await;
     let hook = MockServer::start().await;

@@ -141,7 +141,10 @@ async fn main() -> anyhow::Result<()> {
         log_fetch,
         settings,
     });
-    if let Some(notify) = NotifyConfig::from_env().context("invalid notification configuration")? {
+    if let Some(mut notify) =
+        NotifyConfig::from_env().context("invalid notification configuration")?
+    {
+        notify.allowed = engine.settings.allowed.clone();
         let (pool, owner, stop) = (engine.pool.clone(), worker_id.clone(), shutdown_rx.clone());
         tokio::spawn(async move {
             if let Err(e) = notify::run(pool, notify, owner, stop).await {

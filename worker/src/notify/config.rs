@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use faultline_shared::config::{ConfigError, Secret, no_credentials, parse_duration};
+use faultline_shared::config::{AllowList, ConfigError, Secret, no_credentials, parse_duration};
 
 #[derive(Debug, Clone)]
 pub struct NotifyConfig {
@@ -25,6 +25,9 @@ pub struct NotifyConfig {
     /// `NOTIFY_POLL_INTERVAL`: how often due retries are looked for (run
     /// completions wake the loop at once).
     pub poll_interval: Duration,
+    /// `FAULTLINE_ALLOWED_REPOSITORIES`: check runs are written only there
+    /// (the worker sets it from its `Settings`; unset allows any).
+    pub allowed: AllowList,
 }
 
 impl NotifyConfig {
@@ -103,6 +106,7 @@ impl NotifyConfig {
             retry_max: duration("NOTIFY_RETRY_MAX", "10m")?,
             timeout: duration("NOTIFY_TIMEOUT", "10s")?,
             poll_interval: duration("NOTIFY_POLL_INTERVAL", "1s")?,
+            allowed: AllowList::default(),
         }))
     }
 

@@ -165,7 +165,19 @@ impl Notifier {
         let github_target = event
             .as_ref()
             .filter(|e| e.source == "github")
-            .and_then(|e| Some((e.repository.clone()?, e.commit_sha.clone()?)));
+            .and_then(|e| Some((e.repository.clone()?, e.commit_sha.clone()?)))
+            // The token writes only where the operator allows it: a run of a
+            // repository outside FAULTLINE_ALLOWED_REPOSITORIES (one that
+            // came through `enqueue` or reprocessing) gets no check run.
+            .filter(
+                |(repo, _)| match self.config.allowed.check_repository(repo) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        info!(run_id = %row.run_id, %why, "no check run");
+                        false
+                    }
+                },
+            );
         if let (Some((api, token)), Some((repo, sha))) = (&self.config.github, github_target)
             && pending(GITHUB)
         {
