@@ -4,8 +4,9 @@
 //! period outlasts its drain, files the compose stack mounts exist, and every
 //! metric an alert uses is one the binaries export, and the operations
 //! guide runs only commands the README (or docs/usage.md) and the Makefile
-//! have. Runs in `make lint` (`cargo test -p faultline-tests --test
-//! deploy`): no cluster, no Docker.
+//! have; and `docs/configuration.md` lists exactly the settings the
+//! binaries read. Runs in `make lint` (`cargo test -p faultline-tests
+//! --test deploy`): no cluster, no Docker.
 
 use std::{
     collections::BTreeSet,
@@ -310,4 +311,92 @@ fn the_operations_guide_uses_the_commands_of_the_readme_and_the_makefile() {
             k.join(" ")
         );
     }
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The prefixes of Faultline's settings (and of the standard variables it
+/// reads itself).
+const SETTING_PREFIXES: [&str; 14] = [
+    "FAULTLINE_",
+    "LLM_",
+    "GITHUB_",
+    "JENKINS_",
+    "NOTIFY_",
+    "REDIS_",
+    "DATABASE_",
+    "QUEUE_",
+    "TOOL_",
+    "REVIEW_",
+    "OTEL_",
+    "WORKER_",
+    "LOG_",
+    "RUST_",
+];
+
+/// Documented variables read by a library, not by name in our code.
+const READ_BY_LIBRARIES: [&str; 1] = ["RUST_LOG"];
+
+/// Standard variables our code names but leaves to the OpenTelemetry SDK's
+/// own documentation (the reference says so in the endpoint's row).
+const STANDARD_OTEL: [&str; 1] = ["OTEL_SERVICE_NAME"];
+
+#[test]
+fn the_configuration_reference_lists_exactly_the_settings_the_code_reads() {
+    // Read by the code: quoted upper-case names with a setting prefix, in
+    // non-test code (before a file's `#[cfg(test)]`).
+    let mut files = Vec::new();
+    for krate in ["shared", "worker", "producer", "analysis"] {
+        rust_files(&root().join(krate).join("src"), &mut files);
+    }
+    let mut read = BTreeSet::new();
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for quoted in code.split('"').skip(1).step_by(2) {
+            let is_name = quoted.len() > 4
+                && quoted
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+            if is_name && SETTING_PREFIXES.iter().any(|p| quoted.starts_with(p)) {
+                read.insert(quoted.to_string());
+            }
+        }
+    }
+    assert!(read.len() > 80, "too few settings found: {read:?}");
+    // Documented: the first column of the reference's table.
+    let reference = fs::read_to_string(root().join("docs/configuration.md")).unwrap();
+    let mut documented = BTreeSet::new();
+    for row in reference.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        for name in first.split('`').skip(1).step_by(2) {
+            documented.insert(name.to_string());
+        }
+    }
+    let undocumented: Vec<_> = read
+        .iter()
+        .filter(|n| !documented.contains(*n) && !STANDARD_OTEL.contains(&n.as_str()))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "read by the code but not in docs/configuration.md: {undocumented:?}"
+    );
+    let unread: Vec<_> = documented
+        .iter()
+        .filter(|n| !read.contains(*n) && !READ_BY_LIBRARIES.contains(&n.as_str()))
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "in docs/configuration.md but read nowhere: {unread:?}"
+    );
 }
