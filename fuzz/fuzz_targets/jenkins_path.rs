@@ -86,6 +86,9 @@ fn main() {
                     assert!(build > 0);
                     let url = job.console_url(&root, build);
                     check(&url, &root, &format!("/{build}/consoleText"));
+                    // The allow-list reads the job back from the URL.
+                    let back = JobPath::of_url(&root, &url).expect("a built URL reads back");
+                    assert_eq!(back.names(), job.names(), "{url}");
                     // What the worker builds, it reads back as the same build.
                     assert_eq!(
                         JobPath::from_build_url(url.as_str()),
