@@ -49,54 +49,15 @@ impl AllowList {
 
     /// Reads both variables through `lookup`; blank means unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let entries = |name: &'static str| {
-            let value = lookup(name).filter(|v| !v.trim().is_empty())?;
-            let list: Vec<String> = value
-                .split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_string)
-                .collect();
-            Some((value, list))
-        };
-        let bad = |name, value: &str, reason: String| ConfigError {
-            name,
-            value: value.to_string(),
-            reason,
-        };
-        let repositories = match entries(ALLOWED_REPOSITORIES) {
-            None => None,
-            Some((value, list)) if list.is_empty() => {
-                return Err(bad(
-                    ALLOWED_REPOSITORIES,
-                    &value,
-                    "names no repository (leave it unset to allow any)".into(),
-                ));
-            }
-            Some((value, list)) => Some(
-                list.iter()
-                    .map(|e| RepoPattern::parse(e))
-                    .collect::<Result<_, _>>()
-                    .map_err(|reason| bad(ALLOWED_REPOSITORIES, &value, reason))?,
-            ),
-        };
-        let jobs = match entries(ALLOWED_JENKINS_JOBS) {
-            None => None,
-            Some((value, list)) if list.is_empty() => {
-                return Err(bad(
-                    ALLOWED_JENKINS_JOBS,
-                    &value,
-                    "names no job (leave it unset to allow any)".into(),
-                ));
-            }
-            Some((value, list)) => Some(
-                list.iter()
-                    .map(|e| JobPattern::parse(e))
-                    .collect::<Result<_, _>>()
-                    .map_err(|reason| bad(ALLOWED_JENKINS_JOBS, &value, reason))?,
-            ),
-        };
-        Ok(Self { repositories, jobs })
+        Ok(Self {
+            repositories: patterns(
+                &lookup,
+                ALLOWED_REPOSITORIES,
+                "repository",
+                RepoPattern::parse,
+            )?,
+            jobs: patterns(&lookup, ALLOWED_JENKINS_JOBS, "job", JobPattern::parse)?,
+        })
     }
 
     /// Whether the repository `owner/name` may be read.
@@ -165,6 +126,37 @@ impl AllowList {
             None => Err(format!("{job:?} is not a Jenkins job name")),
         }
     }
+}
+
+/// The comma-separated entries of variable `name`, each read by `parse`;
+/// `None` when it is unset or blank, an error when it names no `what` or an
+/// entry does not parse.
+fn patterns<P>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    what: &str,
+    parse: fn(&str) -> Result<P, String>,
+) -> Result<Option<Vec<P>>, ConfigError> {
+    let Some(value) = lookup(name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| ConfigError {
+        name,
+        value: value.clone(),
+        reason,
+    };
+    let entries: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    if entries.is_empty() {
+        return Err(bad(format!(
+            "names no {what} (leave it unset to allow any)"
+        )));
+    }
+    let parsed = entries.into_iter().map(parse).collect::<Result<_, _>>();
+    parsed.map(Some).map_err(bad)
 }
 
 impl RepoPattern {
