@@ -162,3 +162,8 @@ pub fn tool_call(tool: &str, success: bool, elapsed: Duration) {
 pub fn webhook_delivery(result: &'static str) {
     counter!("faultline_webhook_deliveries_total", "result" => result).increment(1);
 }
+
+/// Dead letters dropped from the Redis broker's capped dead-letter list.
+pub fn redis_dead_letters_dropped(n: u64) {
+    counter!("faultline_redis_dead_letters_dropped_total").increment(n);
+}

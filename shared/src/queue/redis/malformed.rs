@@ -213,8 +213,7 @@ impl RedisBroker {
                 kept = DEAD_LETTER_CAP,
                 "dead-letter list full: the oldest entries were dropped"
             );
-            metrics::counter!("faultline_redis_dead_letters_dropped_total")
-                .increment(dropped as u64);
+            crate::metrics::redis_dead_letters_dropped(dropped as u64);
         }
     }
 }
