@@ -29,7 +29,7 @@ async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext)
         .collect();
     let sources = SourcesConfig::from_lookup(|k| map.get(k).cloned()).unwrap();
     let settings = Settings::from_lookup(|k| map.get(k).cloned()).unwrap();
-    let fetcher = sources.build(&db.pool);
+    let fetcher = sources.build(&db.pool, &settings.allowed);
     let belt = ToolBelt::standard(Duration::from_secs(30), None)
         .with_sources(fetcher.github.clone(), fetcher.jenkins.clone())
         .with_rate_limits(

@@ -70,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
         jenkins = sources.jenkins.as_ref().map(|j| j.url.as_str()),
         "CI sources"
     );
-    let log_fetch = sources.build(&pool);
+    let log_fetch = sources.build(&pool, &settings.allowed);
     let tools = ToolBelt::standard(settings.tool_timeout, settings.chaos.tool_delay)
         .with_sources(log_fetch.github.clone(), log_fetch.jenkins.clone())
         .with_rate_limits(

@@ -34,10 +34,6 @@ pub struct SourcesConfig {
     pub fetch_max_bytes: u64,
     /// `FAULTLINE_LOG_FETCH_TIMEOUT_MS`: bound on one whole log fetch.
     pub fetch_timeout: Duration,
-    /// `FAULTLINE_ALLOWED_REPOSITORIES`, `FAULTLINE_ALLOWED_JENKINS_JOBS`
-    /// (read by the shared parser, as `Settings` reads them): both clients
-    /// refuse anything outside.
-    pub allowed: AllowList,
 }
 
 impl SourcesConfig {
@@ -56,20 +52,21 @@ impl SourcesConfig {
                 "FAULTLINE_LOG_FETCH_TIMEOUT_MS",
                 300_000,
             )?),
-            allowed: AllowList::from_lookup(get)?,
         })
     }
 
-    /// The clients and the log fetcher, sharing `pool` for the rate-limit gate.
-    pub fn build(self, pool: &PgPool) -> fetch::LogFetcher {
+    /// The clients and the log fetcher, sharing `pool` for the rate-limit
+    /// gate; both clients refuse anything outside `allowed` (the
+    /// `Settings`' `FAULTLINE_ALLOWED_REPOSITORIES` / `_JENKINS_JOBS`).
+    pub fn build(self, pool: &PgPool, allowed: &AllowList) -> fetch::LogFetcher {
         fetch::LogFetcher {
             github: self.github.map(|c| {
-                let allowed = self.allowed.clone();
-                std::sync::Arc::new(github::GithubClient::new(c, pool.clone(), allowed))
+                let client = github::GithubClient::new(c, pool.clone(), allowed.clone());
+                std::sync::Arc::new(client)
             }),
             jenkins: self.jenkins.map(|c| {
-                let allowed = self.allowed.clone();
-                std::sync::Arc::new(jenkins::JenkinsClient::new(c, pool.clone(), allowed))
+                let client = jenkins::JenkinsClient::new(c, pool.clone(), allowed.clone());
+                std::sync::Arc::new(client)
             }),
             max_bytes: self.fetch_max_bytes,
             timeout: self.fetch_timeout,
