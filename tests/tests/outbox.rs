@@ -51,6 +51,31 @@ async fn wait_outbox(db: &TestDb, run: Uuid, status: &str) -> Outbox {
     .await
 }
 
+/// A GitHub Actions failure of `repository` (an OOM log, commit
+/// [`HEAD_SHA`]), stored as the webhook handler stores it; its run.
+async fn github_failure(db: &TestDb, repository: &str) -> Uuid {
+    let event = NewEvent {
+        dedup_key: format!("github:delivery:{repository}"),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some(repository.into()),
+        commit_sha: Some(HEAD_SHA.into()),
+        ..NewEvent::default()
+    };
+    let limits = RunLimits {
+        max_iterations: 5,
+        max_attempts: 5,
+        priority: 10,
+    };
+    events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
+        .await
+        .unwrap()
+        .run_id
+}
+
+/// The failed commit of [`github_failure`].
+const HEAD_SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+
 fn verify(body: &[u8], signature: &str) -> bool {
     let Some(hex) = signature.strip_prefix("sha256=") else {
         return false;
@@ -150,24 +175,7 @@ async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() 
     env.push(("GITHUB_API_URL", &github_api));
     let _worker = db.worker("w1", &env);
 
-    // A GitHub Actions failure, stored as the webhook handler stores it.
-    let event = NewEvent {
-        dedup_key: "github:delivery:test-1".into(),
-        source: "github".into(),
-        job_name: Some("CI / build".into()),
-        repository: Some("octo-org/octo-repo".into()),
-        commit_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
-        ..NewEvent::default()
-    };
-    let limits = RunLimits {
-        max_iterations: 5,
-        max_attempts: 5,
-        priority: 10,
-    };
-    let run = events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
-        .await
-        .unwrap()
-        .run_id;
+    let run = github_failure(&db, "octo-org/octo-repo").await;
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
     let row = wait_outbox(&db, run, "dead").await;
     assert_eq!(row.attempts, 2, "{row:?}");
@@ -185,7 +193,7 @@ async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() 
         .collect();
     assert_eq!(checks.len(), 1, "never re-sent to a target that has it");
     let body: Value = serde_json::from_slice(&checks[0].body).unwrap();
-    assert_eq!(body["head_sha"], "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
+    assert_eq!(body["head_sha"], HEAD_SHA);
     assert_eq!(body["external_id"], row.id.to_string());
     assert_eq!(body["status"], "completed");
     assert_eq!(
@@ -214,23 +222,7 @@ async fn a_repository_outside_the_allow_list_gets_no_check_run() {
     let _worker = db.worker("w1", &env);
     // A GitHub failure of another repository that did not come through the
     // API (the API would have refused it): `enqueue`, or reprocessing.
-    let event = NewEvent {
-        dedup_key: "github:delivery:outside-1".into(),
-        source: "github".into(),
-        job_name: Some("CI / build".into()),
-        repository: Some("octo-org/secrets".into()),
-        commit_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
-        ..NewEvent::default()
-    };
-    let limits = RunLimits {
-        max_iterations: 5,
-        max_attempts: 5,
-        priority: 10,
-    };
-    let run = events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
-        .await
-        .unwrap()
-        .run_id;
+    let run = github_failure(&db, "octo-org/secrets").await;
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
     let row = wait_outbox(&db, run, "delivered").await;
     assert_eq!(row.delivered_to, ["webhook"], "{row:?}");

@@ -14,7 +14,7 @@ use tokio::{
 };
 
 use crate::{
-    limits::{head, status_of},
+    limits::{status_of, unfinished_requests},
     *,
 };
 
@@ -97,12 +97,7 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
     )
     .await;
     // Two requests from 127.0.0.1 whose bodies never finish.
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut s = head(&server, "/webhooks/github", 1000, "").await;
-        s.write_all(b"{").await.unwrap();
-        held.push(s);
-    }
+    let held = unfinished_requests(&server, 2).await;
     let (one, two) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
     let url = format!("http://{}/api/v1/review", server.addr());
     let resp = wait_until(Duration::from_secs(10), || async {

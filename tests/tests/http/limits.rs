@@ -52,6 +52,18 @@ async fn fill(s: &mut TcpStream, n: usize) -> usize {
     sent
 }
 
+/// `n` webhook requests from 127.0.0.1 that announce a body and send one
+/// byte of it: each holds an in-flight slot while its socket stays open.
+pub(crate) async fn unfinished_requests(server: &Server, n: usize) -> Vec<TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        let mut s = head(server, "/webhooks/github", 1000, "").await;
+        s.write_all(b"{").await.unwrap();
+        held.push(s);
+    }
+    held
+}
+
 /// The status code of the response on `s`, `None` if it closes without one.
 pub(crate) async fn status_of(s: &mut (impl AsyncRead + Unpin)) -> Option<u16> {
     let mut buf = Vec::new();
@@ -277,12 +289,7 @@ async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_ans
     )
     .await;
     // Two requests whose bodies never finish hold both slots.
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut s = head(&server, "/webhooks/github", 1000, "").await;
-        s.write_all(b"{").await.unwrap();
-        held.push(s);
-    }
+    let held = unfinished_requests(&server, 2).await;
     let api = || async { send(server.get("/api/v1/review")).await.0 };
     let status = wait_until(Duration::from_secs(10), || async {
         let status = api().await;
