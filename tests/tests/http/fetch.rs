@@ -332,3 +332,79 @@ async fn a_jenkins_build_without_an_inline_log_is_analysed_from_its_capped_conso
     assert!(stored.contains("bytes cut from the middle of this log"));
     assert!(stored.ends_with("BUILD FAILED in 2m 13s\nFinished: FAILURE\n"));
 }
+
+/// Submits `log_url` to the API; returns the run.
+async fn submit_log_url(db: &TestDb, server: &Server, url: &str) -> Uuid {
+    let token = db.cli_ok(
+        &["token", "create", "--role", "ingest", "--name", "ci"],
+        &[],
+    );
+    let (status, body) = send(
+        server
+            .post("/api/v1/analyses")
+            .bearer_auth(token)
+            .json(&json!({"log_url": url, "job": "integration-tests", "repository": REPO})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    id(&body, "run_id")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_log_url_naming_a_github_job_is_fetched_and_analysed() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let (blob, served) = blob_storage(&actions_log(&oom_log())).await;
+    let gh = MockServer::start().await;
+    let logs = Scripted::new(vec![redirect_to(&blob)]);
+    mount_job_logs(&gh, &logs).await;
+
+    let url = format!("https://github.com/{REPO}/actions/runs/{RUN_ID}/job/{JOB_ID}");
+    let run = submit_log_url(&db, &server, &url).await;
+    let env = worker_env(&gh);
+    let worker = db.worker("w1", &env_refs(&env));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let (_, category, reason) = run_row(&db, run).await;
+    assert_eq!(status, "completed", "{reason:?}\n{}", worker.stderr());
+    assert_eq!(
+        category.as_deref(),
+        Some("INFRA_ERROR"),
+        "analysed from the fetched log, not an empty one"
+    );
+    assert_eq!((logs.count(), served.count()), (1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_api_log_url_on_any_other_host_is_not_fetched_and_the_run_goes_to_review() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let elsewhere = MockServer::start().await;
+    let hits = Scripted::new(vec![ResponseTemplate::new(200).set_body_string(oom_log())]);
+    Mock::given(method("GET"))
+        .respond_with(hits.clone())
+        .mount(&elsewhere)
+        .await;
+    let gh = MockServer::start().await;
+
+    let run = submit_log_url(&db, &server, &format!("{}/build.log", elsewhere.uri())).await;
+    let env = worker_env(&gh);
+    let _worker = db.worker("w1", &env_refs(&env));
+    let status = wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    assert_eq!(status, "failed");
+    let reason = run_row(&db, run).await.2.unwrap();
+    assert!(
+        reason.contains("log unavailable") && reason.contains("is not fetched"),
+        "{reason}"
+    );
+    let review: String = sqlx::query_scalar("SELECT reason FROM review_items WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(review.contains("is not fetched"), "{review}");
+    assert_eq!(
+        hits.count(),
+        0,
+        "the worker reached a host it is not configured for"
+    );
+}

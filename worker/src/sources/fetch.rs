@@ -59,9 +59,23 @@ impl From<ApiError> for FetchError {
 /// Where an event's log is.
 #[derive(Debug, Clone, PartialEq)]
 enum Target {
-    GithubJob { repo: String, job_id: u64 },
-    GithubRun { repo: String, run_id: u64 },
-    JenkinsConsole { url: String },
+    GithubJob {
+        repo: String,
+        job_id: u64,
+    },
+    GithubRun {
+        repo: String,
+        run_id: u64,
+    },
+    JenkinsConsole {
+        url: String,
+    },
+    /// A `log_url` given to the API that names no log the worker can fetch
+    /// with the clients it has; the run goes to review saying so.
+    Unfetchable {
+        url: String,
+        why: String,
+    },
 }
 
 /// The log to fetch for an event that arrived without one.
@@ -85,8 +99,71 @@ fn target(event: &EventRow, payload: &Value) -> Option<Target> {
         "jenkins" if payload["jenkins"]["log_inline"] == false => Some(Target::JenkinsConsole {
             url: payload["jenkins"]["console_url"].as_str()?.to_string(),
         }),
+        "api" => Some(log_url_target(payload["api"]["log_url"].as_str()?)),
         _ => None,
     }
+}
+
+/// What a `log_url` submitted to the API names. The worker fetches only
+/// from the CI servers it is configured for, with their credentials and
+/// allow-lists: a GitHub Actions job or run (the web page or the REST
+/// URL, on any GitHub host) or a Jenkins build (rebuilt under
+/// `JENKINS_URL`, as for a notification). Any other URL is not fetched:
+/// an arbitrary URL would let a caller make the worker reach hosts inside
+/// its network.
+fn log_url_target(url: &str) -> Target {
+    let unfetchable = |why: &str| Target::Unfetchable {
+        url: url.to_string(),
+        why: why.to_string(),
+    };
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return unfetchable("not an absolute URL");
+    };
+    let segments: Vec<&str> = parsed
+        .path_segments()
+        .map(|s| s.filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    let id = |s: &str| s.parse::<u64>().ok().filter(|n| *n > 0);
+    // REST: `[api/v3/]repos/{o}/{r}/actions/jobs/{id}[/logs]`,
+    // `…/actions/runs/{id}[/logs]`; web: `{o}/{r}/actions/runs/{run}[/job/{job}]`.
+    let rest = match segments.iter().position(|s| *s == "repos") {
+        Some(at) => &segments[at + 1..],
+        None => &segments[..],
+    };
+    match rest {
+        [o, r, "actions", "jobs", job, tail @ ..] if matches!(tail, [] | ["logs"]) => {
+            if let Some(job_id) = id(job) {
+                return Target::GithubJob {
+                    repo: format!("{o}/{r}"),
+                    job_id,
+                };
+            }
+        }
+        [o, r, "actions", "runs", run, tail @ ..] => {
+            let repo = format!("{o}/{r}");
+            let run_id = id(run);
+            match (tail, run_id) {
+                ([] | ["logs"], Some(run_id)) => return Target::GithubRun { repo, run_id },
+                (["job", job] | ["attempts", _, "job", job], Some(_)) => {
+                    if let Some(job_id) = id(job) {
+                        return Target::GithubJob { repo, job_id };
+                    }
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    if super::jenkins_path::JobPath::from_build_url(url).is_ok() {
+        return Target::JenkinsConsole {
+            url: url.to_string(),
+        };
+    }
+    unfetchable(
+        "it names neither a GitHub Actions job or run nor a Jenkins build; \
+         the worker fetches logs only from the CI servers it is configured for \
+         (send the log itself in `log`)",
+    )
 }
 
 /// Fetches logs with whichever CI clients are configured.
@@ -160,6 +237,11 @@ impl LogFetcher {
                 let resp = jenkins.open(&url).await?;
                 stream(&mut pending, resp).await?;
                 ("jenkins", json!({"console_url": url.as_str()}))
+            }
+            Target::Unfetchable { url, why } => {
+                return Err(FetchError::Unavailable(format!(
+                    "log_url {url:?} is not fetched: {why}"
+                )));
             }
         };
         let (bytes, cut) = (pending.bytes(), pending.cut());
@@ -320,5 +402,68 @@ mod tests {
             })
         );
         assert_eq!(target(&event("cli", 0), &json!({})), None);
+    }
+
+    #[test]
+    fn a_log_url_is_fetched_only_from_a_ci_server_it_names() {
+        let api = |url: &str| target(&event("api", 0), &json!({"api": {"log_url": url}}));
+        let job = |repo: &str, job_id| {
+            Some(Target::GithubJob {
+                repo: repo.into(),
+                job_id,
+            })
+        };
+        let run = |repo: &str, run_id| {
+            Some(Target::GithubRun {
+                repo: repo.into(),
+                run_id,
+            })
+        };
+        assert_eq!(
+            api("https://github.com/o/r/actions/runs/3/job/7"),
+            job("o/r", 7)
+        );
+        assert_eq!(
+            api("https://github.com/o/r/actions/runs/3/attempts/2/job/7"),
+            job("o/r", 7)
+        );
+        assert_eq!(api("https://github.com/o/r/actions/runs/3"), run("o/r", 3));
+        assert_eq!(
+            api("https://api.github.com/repos/o/r/actions/jobs/7/logs"),
+            job("o/r", 7)
+        );
+        assert_eq!(
+            api("https://ghe.example/api/v3/repos/o/r/actions/runs/3/logs"),
+            run("o/r", 3)
+        );
+        assert_eq!(
+            api("https://ci.example/job/a/job/b/12/consoleText"),
+            Some(Target::JenkinsConsole {
+                url: "https://ci.example/job/a/job/b/12/consoleText".into()
+            })
+        );
+        for other in [
+            "http://169.254.169.254/latest/meta-data/",
+            "https://example.com/build.log",
+            "https://github.com/o/r/actions/runs/x/job/7",
+            "https://github.com/o/r/actions/runs/0",
+        ] {
+            assert!(
+                matches!(api(other), Some(Target::Unfetchable { .. })),
+                "{other}"
+            );
+        }
+        // A log sent inline is never replaced by a fetch.
+        assert_eq!(
+            target(
+                &event("api", 10),
+                &json!({"api": {"log_url": "https://github.com/o/r/actions/runs/3"}})
+            ),
+            None
+        );
+        assert_eq!(
+            target(&event("api", 0), &json!({"api": {"log_url": null}})),
+            None
+        );
     }
 }
