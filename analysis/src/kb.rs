@@ -456,16 +456,41 @@ impl Classifier {
         self.classify_iter(text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l)))
     }
 
+    /// Matches every line, scores the categories (module docs), picks the
+    /// winner and keeps its evidence.
     fn classify_iter<'a>(&self, lines: impl Iterator<Item = (u64, &'a str)>) -> Classification {
-        // (entry index, line_no, line) for every entry matching every line.
-        let mut matched: Vec<(usize, u64, &'a str)> = Vec::new();
-        // Entries counted for scoring: per line, per category the strongest.
-        let mut counted: Vec<usize> = Vec::new();
+        let (mut matched, counted) = self.match_lines(lines);
+        let categories = self.categories();
+        if matched.is_empty() {
+            return Classification {
+                category: UNKNOWN.to_string(),
+                confidence: UNKNOWN_CONFIDENCE,
+                hits: Vec::new(),
+                scores: categories.into_iter().map(|c| (c, 0.0)).collect(),
+            };
+        }
+        let scores = self.scores(&categories, &counted, &matched);
+        let (winner, confidence) = self.winner(&scores, &matched);
+        let hits = self.evidence(&mut matched, &winner);
+        Classification {
+            category: winner,
+            confidence,
+            hits,
+            scores,
+        }
+    }
+
+    /// `(entry, line_no, line)` for every entry matching every line, and
+    /// the entries counted for scoring: per line, per category the strongest.
+    #[allow(clippy::type_complexity)]
+    fn match_lines<'a>(
+        &self,
+        lines: impl Iterator<Item = (u64, &'a str)>,
+    ) -> (Vec<(usize, u64, &'a str)>, Vec<usize>) {
+        let mut matched = Vec::new();
+        let mut counted = Vec::new();
         for (line_no, line) in lines {
             let idx = self.matching_entries(line);
-            if idx.is_empty() {
-                continue;
-            }
             let mut best: Vec<usize> = Vec::new();
             for &e in &idx {
                 matched.push((e, line_no, line));
@@ -478,33 +503,37 @@ impl Classifier {
             }
             counted.extend(best);
         }
+        (matched, counted)
+    }
 
+    /// [`CATEGORIES`], then any other category the entries name.
+    fn categories(&self) -> Vec<String> {
         let mut categories: Vec<String> = CATEGORIES.iter().map(|c| c.to_string()).collect();
         for m in &self.entries {
             if !categories.contains(&m.category) {
                 categories.push(m.category.clone());
             }
         }
+        categories
+    }
 
-        if matched.is_empty() {
-            return Classification {
-                category: UNKNOWN.to_string(),
-                confidence: UNKNOWN_CONFIDENCE,
-                hits: Vec::new(),
-                scores: categories.into_iter().map(|c| (c, 0.0)).collect(),
-            };
-        }
-
-        // Per-slug contributions with diminishing returns.
+    /// Each category's score, rounded, highest first: per entry its
+    /// repeats with diminishing returns, per category its entries
+    /// corroborating each other, and strong infra evidence explaining
+    /// test failures.
+    fn scores(
+        &self,
+        categories: &[String],
+        counted: &[usize],
+        matched: &[(usize, u64, &str)],
+    ) -> Vec<(String, f32)> {
         let mut repeats: HashMap<usize, i32> = HashMap::new();
         let mut contribution: Vec<f32> = vec![0.0; self.entries.len()];
-        for &e in &counted {
+        for &e in counted {
             let k = repeats.entry(e).or_insert(0);
             contribution[e] += self.entries[e].weight * REPEAT_DECAY.powi(*k);
             *k += 1;
         }
-
-        // Per-category corroboration.
         let mut scores: Vec<(String, f32)> = categories
             .iter()
             .map(|cat| {
@@ -522,51 +551,51 @@ impl Classifier {
                 (cat.clone(), score)
             })
             .collect();
-
-        // Domain rule: strong infra evidence explains test failures.
         let strong_infra = matched.iter().any(|(e, _, _)| {
             let m = &self.entries[*e];
             m.category == INFRA && m.weight >= STRONG_INFRA_WEIGHT
         });
-        if strong_infra {
-            for (cat, score) in &mut scores {
-                if cat == TEST {
-                    *score *= TEST_SYMPTOM_FACTOR;
-                }
+        for (cat, score) in &mut scores {
+            if strong_infra && cat == TEST {
+                *score *= TEST_SYMPTOM_FACTOR;
             }
-        }
-
-        for (_, score) in &mut scores {
             *score = round3(*score);
         }
         scores.sort_by(|a, b| {
             b.1.total_cmp(&a.1)
                 .then(tie_rank(&a.0).cmp(&tie_rank(&b.0)))
         });
+        scores
+    }
 
-        // Winner: best-scoring category with at least one decisive hit.
+    /// The best-scoring category with at least one decisive hit, and its
+    /// confidence; [`UNKNOWN`] when none has one.
+    fn winner(&self, scores: &[(String, f32)], matched: &[(usize, u64, &str)]) -> (String, f32) {
         let decisive = |cat: &str| {
             matched.iter().any(|(e, _, _)| {
                 let m = &self.entries[*e];
                 m.category == cat && m.weight >= SUPPORTING_WEIGHT
             })
         };
-        let (winner, confidence) = match scores.iter().position(|(c, _)| decisive(c)) {
-            Some(w) => {
-                let s1 = scores[w].1;
-                let s2 = scores
-                    .iter()
-                    .enumerate()
-                    // Generic lines cannot decide a category; they still
-                    // temper the winner, at half their score.
-                    .filter(|(i, _)| *i != w)
-                    .map(|(_, s)| if decisive(&s.0) { s.1 } else { 0.5 * s.1 })
-                    .fold(0.0f32, f32::max);
-                (scores[w].0.clone(), confidence(s1, s2))
-            }
-            None => (UNKNOWN.to_string(), UNKNOWN_CONFIDENCE),
+        let Some(w) = scores.iter().position(|(c, _)| decisive(c)) else {
+            return (UNKNOWN.to_string(), UNKNOWN_CONFIDENCE);
         };
+        let s1 = scores[w].1;
+        let s2 = scores
+            .iter()
+            .enumerate()
+            // Generic lines cannot decide a category; they still temper the
+            // winner, at half their score.
+            .filter(|(i, _)| *i != w)
+            .map(|(_, s)| if decisive(&s.0) { s.1 } else { 0.5 * s.1 })
+            .fold(0.0f32, f32::max);
+        (scores[w].0.clone(), confidence(s1, s2))
+    }
 
+    /// The hits shown as evidence: the winner's first, then by weight, line
+    /// and entry; at most [`MAX_HITS_PER_SLUG`] per entry and
+    /// [`MAX_CLASSIFICATION_HITS`] in all.
+    fn evidence(&self, matched: &mut [(usize, u64, &str)], winner: &str) -> Vec<SignatureHit> {
         matched.sort_by(|a, b| {
             let (ma, mb) = (&self.entries[a.0], &self.entries[b.0]);
             (ma.category != winner)
@@ -577,7 +606,7 @@ impl Classifier {
         });
         let mut per_slug: HashMap<usize, usize> = HashMap::new();
         let mut hits = Vec::new();
-        for (e, line_no, line) in matched {
+        for &(e, line_no, line) in matched.iter() {
             let n = per_slug.entry(e).or_insert(0);
             if *n >= MAX_HITS_PER_SLUG {
                 continue;
@@ -588,13 +617,7 @@ impl Classifier {
                 break;
             }
         }
-
-        Classification {
-            category: winner,
-            confidence,
-            hits,
-            scores,
-        }
+        hits
     }
 }
 

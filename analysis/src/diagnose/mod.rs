@@ -319,8 +319,58 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     }
 }
 
+/// Steps 2–4 of the module doc: the hits' evidence per kind, causes
+/// explaining symptoms, the winning category, its facts and findings.
 fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
-    // A wrapper that names what it wraps cancels the generic finding.
+    cancel_wrapped(&mut hits);
+    let evidence = Evidence::new(&hits, priors(command, exit_code));
+    let scores = evidence.scores();
+    let (winner, s1) = scores[0];
+    let s2 = scores[1].1;
+    let ordered = evidence.ordered(winner);
+    let mut diagnosis = Diagnosis {
+        scores,
+        ..Diagnosis::default()
+    };
+    if s1 >= 0.2 {
+        diagnosis.category = winner;
+        diagnosis.confidence = confidence(s1, s2);
+        // A count of failed tests says that tests failed, not which or
+        // why: worth a look before anyone signs it.
+        if winner == Category::TestFailure && !evidence.names_a_failed_test() {
+            diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
+        }
+        diagnosis.decided_by = evidence.decided_by(&ordered, winner);
+    } else {
+        diagnosis.confidence = round3(s1.min(0.2));
+        if s1 > 0.0 {
+            diagnosis.decided_by = "only weak signals: no recogniser was decisive".into();
+        }
+    }
+    // Facts: the winner's findings first, then the rest (a failing test is
+    // worth naming even when a cause explains it).
+    diagnosis.facts = facts::gather(
+        ordered
+            .iter()
+            .map(|&i| &hits[i])
+            .chain(hits.iter())
+            .map(|h| {
+                let r = &rules::RULES[h.rule];
+                (r.kind, r.tool, h.line_no, &h.captures)
+            }),
+        command,
+        exit_code,
+    );
+    diagnosis.findings = ordered
+        .iter()
+        .take(MAX_FINDINGS)
+        .map(|&i| finding(&hits[i]))
+        .collect();
+    diagnosis
+}
+
+/// A wrapper that names what it wraps cancels the generic finding.
+fn cancel_wrapped(hits: &mut Vec<Hit>) {
     let present: Vec<&str> = hits.iter().map(|h| rules::RULES[h.rule].id).collect();
     let cancelled: Vec<&str> = rules::CANCELS
         .iter()
@@ -330,8 +380,15 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
     if !cancelled.is_empty() {
         hits.retain(|h| !cancelled.contains(&rules::RULES[h.rule].id));
     }
-    // The step that failed leans the verdict when its lines do not decide.
-    let mut priors: Vec<(Kind, f32, String)> = Vec::new();
+}
+
+/// A weak finding from the failed step rather than a line: its kind, its
+/// weight, and what it was.
+type Prior = (Kind, f32, String);
+
+/// The step that failed leans the verdict when its lines do not decide.
+fn priors(command: Option<&str>, exit_code: Option<i32>) -> Vec<Prior> {
+    let mut priors = Vec::new();
     if let Some(cmd) = command
         && let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd))
     {
@@ -349,143 +406,182 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
         Some(127) => priors.push((Kind::Config, 0.6, "exit code 127: command not found".into())),
         _ => {}
     }
+    priors
+}
 
-    // Per rule: its strongest hit (distinct rules are independent evidence).
-    let mut best: HashMap<usize, usize> = HashMap::new();
-    for (i, h) in hits.iter().enumerate() {
-        best.entry(h.rule)
-            .and_modify(|b| {
-                if h.weight > hits[*b].weight {
-                    *b = i;
-                }
-            })
-            .or_insert(i);
+/// The hits and priors of one log, aggregated per rule and per kind.
+struct Evidence<'a> {
+    hits: &'a [Hit],
+    priors: Vec<Prior>,
+    /// Per rule: the index of its strongest hit (distinct rules are
+    /// independent evidence).
+    best: HashMap<usize, usize>,
+    /// Per kind: the noisy-OR of its rules' best weights and its priors.
+    by_kind: HashMap<Kind, f32>,
+}
+
+impl<'a> Evidence<'a> {
+    fn new(hits: &'a [Hit], priors: Vec<Prior>) -> Self {
+        let mut best: HashMap<usize, usize> = HashMap::new();
+        for (i, h) in hits.iter().enumerate() {
+            best.entry(h.rule)
+                .and_modify(|b| {
+                    if h.weight > hits[*b].weight {
+                        *b = i;
+                    }
+                })
+                .or_insert(i);
+        }
+        let mut by_kind: HashMap<Kind, f32> = HashMap::new();
+        let mut add = |kind: Kind, w: f32| {
+            let s = by_kind.entry(kind).or_insert(0.0);
+            *s = 1.0 - (1.0 - *s) * (1.0 - w.clamp(0.0, 0.95));
+        };
+        for &i in best.values() {
+            add(rules::RULES[hits[i].rule].kind, hits[i].weight);
+        }
+        for (kind, w, _) in &priors {
+            add(*kind, *w);
+        }
+        Self {
+            hits,
+            priors,
+            best,
+            by_kind,
+        }
     }
-    let mut by_kind: HashMap<Kind, f32> = HashMap::new();
-    let mut add = |kind: Kind, w: f32| {
-        let s = by_kind.entry(kind).or_insert(0.0);
-        *s = 1.0 - (1.0 - *s) * (1.0 - w.clamp(0.0, 0.95));
-    };
-    for &i in best.values() {
-        add(rules::RULES[hits[i].rule].kind, hits[i].weight);
+
+    /// Each rule's strongest hit.
+    fn best_hits(&self) -> impl Iterator<Item = &'a Hit> + '_ {
+        self.best.values().map(|&i| &self.hits[i])
     }
-    for (kind, w, _) in &priors {
-        add(*kind, *w);
+
+    /// The combined evidence for `kind`.
+    fn combined(&self, kind: Kind) -> f32 {
+        self.by_kind.get(&kind).copied().unwrap_or(0.0)
     }
-    let k = |kind: Kind| by_kind.get(&kind).copied().unwrap_or(0.0);
-    let strong = |kind: Kind| {
-        best.values()
-            .map(|&i| &hits[i])
+
+    /// The single strongest finding or prior of `kind`.
+    fn strongest(&self, kind: Kind) -> f32 {
+        let hit = self
+            .best_hits()
             .filter(|h| rules::RULES[h.rule].kind == kind)
             .map(|h| h.weight)
+            .fold(0.0f32, f32::max);
+        let prior = self
+            .priors
+            .iter()
+            .filter(|p| p.0 == kind)
+            .map(|p| p.1)
+            .fold(0.0, f32::max);
+        hit.max(prior)
+    }
+
+    /// The strongest hit of the rules whose id starts with `prefix`, among
+    /// those weighing at least `min`.
+    fn strongest_rule(&self, prefix: &str, min: f32) -> f32 {
+        self.best_hits()
+            .filter(|h| rules::RULES[h.rule].id.starts_with(prefix) && h.weight >= min)
+            .map(|h| h.weight)
             .fold(0.0f32, f32::max)
-            .max(
-                priors
-                    .iter()
-                    .filter(|p| p.0 == kind)
-                    .map(|p| p.1)
-                    .fold(0.0, f32::max),
-            )
-    };
-
-    let infra = strong(Kind::Infra);
-    let dep = strong(Kind::Dependency);
-    let config = strong(Kind::Config);
-    let compile = strong(Kind::Compile);
-    let assertion = k(Kind::Assertion);
-    let crash = k(Kind::Crash);
-
-    let or = |a: f32, b: f32| 1.0 - (1.0 - a) * (1.0 - b);
-    let mut test = or(or(assertion, k(Kind::TestFailed)), k(Kind::TestSummary));
-    let mut code = or(or(k(Kind::Compile), k(Kind::Lint)), crash);
-    let mut dependency = k(Kind::Dependency);
-    let mut configuration = k(Kind::Config);
-    let infrastructure = k(Kind::Infra);
-    // A link checker reports unreachable sites: its network errors are its
-    // findings, not the runner's network.
-    let links = best
-        .values()
-        .map(|&i| &hits[i])
-        .filter(|h| rules::RULES[h.rule].id.starts_with("links."))
-        .map(|h| h.weight)
-        .fold(0.0f32, f32::max);
-    // The network failing explains a download that failed.
-    let network = best
-        .values()
-        .map(|&i| &hits[i])
-        .filter(|h| rules::RULES[h.rule].id.starts_with("network.") && h.weight >= 0.7)
-        .map(|h| h.weight)
-        .fold(0.0f32, f32::max);
-
-    // Causes explain symptoms.
-    let infrastructure = infrastructure * (1.0 - 0.8 * links);
-    let infra = infra * (1.0 - 0.8 * links);
-    let explains = |score: &mut f32, cause: f32, factor: f32| {
-        *score *= 1.0 - factor * cause;
-    };
-    explains(&mut dependency, network, 0.6);
-    explains(&mut test, infra, 0.8);
-    explains(&mut code, infra, 0.5);
-    explains(&mut configuration, infra, 0.3);
-    explains(&mut test, dep, 0.7);
-    explains(&mut code, dep, 0.6);
-    explains(&mut test, config, 0.5);
-    explains(&mut code, config, 0.3);
-    explains(&mut dependency, config, 0.2);
-    explains(&mut test, compile, 0.7);
-    if assertion < 0.3 {
-        // Tests that died of an uncaught error, not of an assertion.
-        explains(&mut test, crash, 0.6);
-    } else {
-        explains(&mut code, assertion * (1.0 - compile), 0.5);
     }
 
-    let mut scores = vec![
-        (Category::InfraError, infrastructure),
-        (Category::DependencyError, dependency),
-        (Category::ConfigError, configuration),
-        (Category::CodeError, code),
-        (Category::TestFailure, test),
-    ];
-    for s in &mut scores {
-        s.1 = round3(s.1);
-    }
-    // Stable sort: ties keep the order above (causes before symptoms).
-    scores.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (winner, s1) = scores[0];
-    let s2 = scores[1].1;
+    /// Step 3: each category's score once causes explained symptoms,
+    /// rounded, best first (ties keep causes before symptoms).
+    fn scores(&self) -> Vec<(Category, f32)> {
+        let k = |kind| self.combined(kind);
+        let infra = self.strongest(Kind::Infra);
+        let dep = self.strongest(Kind::Dependency);
+        let config = self.strongest(Kind::Config);
+        let compile = self.strongest(Kind::Compile);
+        let assertion = k(Kind::Assertion);
+        let crash = k(Kind::Crash);
 
-    let mut diagnosis = Diagnosis {
-        scores: scores.clone(),
-        ..Diagnosis::default()
-    };
-    let mut ordered: Vec<usize> = best.values().copied().collect();
-    ordered.sort_by(|&a, &b| {
-        let (ka, kb) = (
-            rules::RULES[hits[a].rule].kind,
-            rules::RULES[hits[b].rule].kind,
-        );
-        (ka.category() != winner)
-            .cmp(&(kb.category() != winner))
-            .then(hits[b].weight.total_cmp(&hits[a].weight))
-            .then(hits[a].line_no.cmp(&hits[b].line_no))
-    });
-    if s1 >= 0.2 {
-        diagnosis.category = winner;
-        diagnosis.confidence = confidence(s1, s2);
-        // A count of failed tests says that tests failed, not which or
-        // why: worth a look before anyone signs it.
-        let only_counts = winner == Category::TestFailure
-            && !best.values().any(|&i| {
-                matches!(
-                    rules::RULES[hits[i].rule].kind,
-                    Kind::Assertion | Kind::TestFailed
-                )
-            });
-        if only_counts {
-            diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
+        let or = |a: f32, b: f32| 1.0 - (1.0 - a) * (1.0 - b);
+        let mut test = or(or(assertion, k(Kind::TestFailed)), k(Kind::TestSummary));
+        let mut code = or(or(k(Kind::Compile), k(Kind::Lint)), crash);
+        let mut dependency = k(Kind::Dependency);
+        let mut configuration = k(Kind::Config);
+        // A link checker reports unreachable sites: its network errors are
+        // its findings, not the runner's network.
+        let links = self.strongest_rule("links.", 0.0);
+        // The network failing explains a download that failed.
+        let network = self.strongest_rule("network.", 0.7);
+
+        // Causes explain symptoms.
+        let infrastructure = k(Kind::Infra) * (1.0 - 0.8 * links);
+        let infra = infra * (1.0 - 0.8 * links);
+        let explains = |score: &mut f32, cause: f32, factor: f32| {
+            *score *= 1.0 - factor * cause;
+        };
+        explains(&mut dependency, network, 0.6);
+        explains(&mut test, infra, 0.8);
+        explains(&mut code, infra, 0.5);
+        explains(&mut configuration, infra, 0.3);
+        explains(&mut test, dep, 0.7);
+        explains(&mut code, dep, 0.6);
+        explains(&mut test, config, 0.5);
+        explains(&mut code, config, 0.3);
+        explains(&mut dependency, config, 0.2);
+        explains(&mut test, compile, 0.7);
+        if assertion < 0.3 {
+            // Tests that died of an uncaught error, not of an assertion.
+            explains(&mut test, crash, 0.6);
+        } else {
+            explains(&mut code, assertion * (1.0 - compile), 0.5);
         }
-        diagnosis.decided_by = match ordered.first().map(|&i| &hits[i]) {
+
+        let mut scores = vec![
+            (Category::InfraError, infrastructure),
+            (Category::DependencyError, dependency),
+            (Category::ConfigError, configuration),
+            (Category::CodeError, code),
+            (Category::TestFailure, test),
+        ];
+        for s in &mut scores {
+            s.1 = round3(s.1);
+        }
+        // Stable sort: ties keep the order above (causes before symptoms).
+        scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scores
+    }
+
+    /// The best hit of each rule: the winner's first, then by weight, then
+    /// by line, then in the rules' table order.
+    fn ordered(&self, winner: Category) -> Vec<usize> {
+        let hits = self.hits;
+        let mut ordered: Vec<usize> = self.best.values().copied().collect();
+        ordered.sort_by(|&a, &b| {
+            let (ka, kb) = (
+                rules::RULES[hits[a].rule].kind,
+                rules::RULES[hits[b].rule].kind,
+            );
+            (ka.category() != winner)
+                .cmp(&(kb.category() != winner))
+                .then(hits[b].weight.total_cmp(&hits[a].weight))
+                .then(hits[a].line_no.cmp(&hits[b].line_no))
+                // Two rules on one line with one weight: the table's order,
+                // not the hash map's (which changes from run to run).
+                .then(hits[a].rule.cmp(&hits[b].rule))
+        });
+        ordered
+    }
+
+    /// Whether a finding names a failed test or an assertion (more than a
+    /// summary count).
+    fn names_a_failed_test(&self) -> bool {
+        self.best_hits().any(|h| {
+            matches!(
+                rules::RULES[h.rule].kind,
+                Kind::Assertion | Kind::TestFailed
+            )
+        })
+    }
+
+    /// What decided for `winner`: its strongest rule, else the prior that
+    /// leaned that way.
+    fn decided_by(&self, ordered: &[usize], winner: Category) -> String {
+        match ordered.first().map(|&i| &self.hits[i]) {
             Some(h) if rules::RULES[h.rule].kind.category() == winner => {
                 let r = &rules::RULES[h.rule];
                 format!(
@@ -496,55 +592,28 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
                     h.line_no
                 )
             }
-            _ => priors
+            _ => self
+                .priors
                 .iter()
                 .find(|p| p.0.category() == winner)
                 .map(|p| p.2.clone())
                 .unwrap_or_else(|| "the failed step".into()),
-        };
-    } else {
-        diagnosis.confidence = round3(s1.min(0.2));
-        if s1 > 0.0 {
-            diagnosis.decided_by = "only weak signals: no recogniser was decisive".into();
         }
     }
-    // Facts: the winner's findings first, then the rest (a failing test is
-    // worth naming even when a cause explains it).
-    diagnosis.facts = facts::gather(
-        ordered
-            .iter()
-            .map(|&i| &hits[i])
-            .chain(hits.iter())
-            .map(|h| {
-                (
-                    rules::RULES[h.rule].kind,
-                    rules::RULES[h.rule].tool,
-                    h.line_no,
-                    &h.captures,
-                )
-            }),
-        command,
-        exit_code,
-    );
-    diagnosis.findings = ordered
-        .iter()
-        .take(MAX_FINDINGS)
-        .map(|&i| {
-            let h = &hits[i];
-            let r = &rules::RULES[h.rule];
-            Finding {
-                rule: r.id.to_string(),
-                tool: r.tool.to_string(),
-                kb: rules::kb_slug(r).to_string(),
-                kind: r.kind,
-                category: r.kind.category(),
-                weight: round3(h.weight),
-                line_no: h.line_no,
-                line: h.line.clone(),
-            }
-        })
-        .collect();
-    diagnosis
+}
+
+fn finding(h: &Hit) -> Finding {
+    let r = &rules::RULES[h.rule];
+    Finding {
+        rule: r.id.to_string(),
+        tool: r.tool.to_string(),
+        kb: rules::kb_slug(r).to_string(),
+        kind: r.kind,
+        category: r.kind.category(),
+        weight: round3(h.weight),
+        line_no: h.line_no,
+        line: h.line.clone(),
+    }
 }
 
 /// Highest confidence of a test failure known only from a summary count.

@@ -278,3 +278,17 @@ fn an_errno_name_inside_a_file_name_is_not_a_network_error() {
         Category::InfraError
     );
 }
+
+/// Two rules matching one line with one weight: the diagnosis is the same
+/// every time (it once followed a hash map's per-instance order).
+#[test]
+fn rules_tied_on_one_line_are_ordered_the_same_every_time() {
+    let text = "pkg/config.go:1::warning: file is not gofmted with -s (gofmt)";
+    let first = diagnose_text(text);
+    assert!(first.findings.len() >= 2, "{first:?}");
+    for _ in 0..64 {
+        let again = diagnose_text(text);
+        assert_eq!(again.decided_by, first.decided_by);
+        assert_eq!(again.findings, first.findings);
+    }
+}

@@ -257,6 +257,10 @@ pub fn is_item(clean: &str) -> bool {
 /// Scores one cleaned line. `tag` is the workflow-command prefix removed by
 /// cleaning (`##[error]` lines score higher); `red` says the raw line set a
 /// red colour.
+///
+/// Longer than most functions on purpose: the rules apply in order with
+/// early returns, and reading them top to bottom is reading their
+/// precedence (split up, the order would hide in the calls).
 pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
     let trimmed = clean.trim_end();
     let mut info = LineInfo {
