@@ -180,31 +180,60 @@ pub async fn run(pool: &PgPool, settings: &Settings, args: ReprocessArgs) -> any
     )?;
     let timeout = faultline_shared::config::parse_duration(&args.timeout)
         .map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-
     if args.dry_run {
-        let existing = reprocess::find(pool, &window).await?;
-        let todo = reprocess::remaining(pool, &window, existing.as_ref().map(|b| b.id)).await?;
-        let done = match &existing {
-            Some(b) => reprocess::enqueued(pool, b.id).await?,
-            None => 0,
-        };
-        if args.json {
-            outln!(
-                "{}",
-                json!({"dry_run": true, "would_enqueue": todo, "already_enqueued": done})
-            )?;
-        } else {
-            outln!(
-                "dry run: would enqueue {todo} re-analyses ({done} already enqueued by an earlier run of this batch); nothing was created"
-            )?;
-        }
-        return Ok(());
+        return dry_run(pool, &window, args.json).await;
     }
+    let (batch, added, total) = enqueue(pool, settings, &window).await?;
+    if !args.json {
+        outln!(
+            "batch {}: enqueued {added} new re-analyses ({total} in the batch)",
+            batch.id
+        )?;
+    } else if !args.wait {
+        outln!(
+            "{}",
+            json!({"batch": batch.id, "created": added, "total": total})
+        )?;
+    }
+    if args.wait {
+        wait(pool, &batch, total, timeout).await?;
+        print_summary(pool, &batch, args.json).await?;
+    }
+    Ok(())
+}
 
+/// `--dry-run`: what the batch would enqueue, and what it already did.
+async fn dry_run(pool: &PgPool, window: &Window, json: bool) -> anyhow::Result<()> {
+    let existing = reprocess::find(pool, window).await?;
+    let todo = reprocess::remaining(pool, window, existing.as_ref().map(|b| b.id)).await?;
+    let done = match &existing {
+        Some(b) => reprocess::enqueued(pool, b.id).await?,
+        None => 0,
+    };
+    if json {
+        outln!(
+            "{}",
+            json!({"dry_run": true, "would_enqueue": todo, "already_enqueued": done})
+        )?;
+    } else {
+        outln!(
+            "dry run: would enqueue {todo} re-analyses ({done} already enqueued by an earlier run of this batch); nothing was created"
+        )?;
+    }
+    Ok(())
+}
+
+/// Opens (or resumes) the window's batch and creates its runs in committed
+/// chunks. Returns the batch, the runs created now and its run count.
+async fn enqueue(
+    pool: &PgPool,
+    settings: &Settings,
+    window: &Window,
+) -> anyhow::Result<(Batch, usize, i64)> {
     let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());
-    let (batch, created) = reprocess::open(pool, &window, &who).await?;
+    let (batch, created) = reprocess::open(pool, window, &who).await?;
     let already = reprocess::enqueued(pool, batch.id).await?;
-    let todo = reprocess::remaining(pool, &window, Some(batch.id)).await?;
+    let todo = reprocess::remaining(pool, window, Some(batch.id)).await?;
     if !created {
         eprintln!(
             "resuming batch {} ({already} run(s) already enqueued, {todo} to go)",
@@ -229,22 +258,7 @@ pub async fn run(pool: &PgPool, settings: &Settings, args: ReprocessArgs) -> any
     }
     bar.finish_and_clear();
     let total = reprocess::enqueued(pool, batch.id).await?;
-    if args.json && !args.wait {
-        outln!(
-            "{}",
-            json!({"batch": batch.id, "created": added, "total": total})
-        )?;
-    } else if !args.json {
-        outln!(
-            "batch {}: enqueued {added} new re-analyses ({total} in the batch)",
-            batch.id
-        )?;
-    }
-    if args.wait {
-        wait(pool, &batch, total, timeout).await?;
-        print_summary(pool, &batch, args.json).await?;
-    }
-    Ok(())
+    Ok((batch, added, total))
 }
 
 /// A progress bar on stderr when it is a terminal, hidden otherwise.

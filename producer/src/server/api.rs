@@ -75,27 +75,7 @@ pub async fn create(
     let Json(req) = body?;
     check_fields(&req)?;
     check_allowed(&state.allowed, &req)?;
-    let (log, log_url) = match (req.log, req.log_url) {
-        (Some(_), Some(_)) => {
-            return Err(AppError::bad_request(
-                "invalid request body",
-                "send either `log` or `log_url`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(AppError::bad_request(
-                "invalid request body",
-                "missing field `log` (or `log_url`)",
-            ));
-        }
-        (Some(log), None) if log.is_empty() => {
-            return Err(AppError::bad_request(
-                "invalid request body",
-                "log: is empty",
-            ));
-        }
-        (log, url) => (log.unwrap_or_default(), url.map(check_url).transpose()?),
-    };
+    let (log, log_url) = log_or_url(req.log, req.log_url)?;
     let build = req.build.map(|b| b.0);
     let log_sha256 = hex(&Sha256::digest(log.as_bytes()));
     // What was submitted, so a key's other users can be told apart.
@@ -115,12 +95,12 @@ pub async fn create(
     let key = header_str(&headers, "idempotency-key")
         .map(check_idempotency_key)
         .transpose()?;
-    let dedup_key = match (key, &log_url) {
-        (Some(key), _) => format!("api:{key}"),
+    let dedup_key = match key {
+        Some(key) => format!("api:{key}"),
         // Without a key, only the identical submission is the same analysis:
         // the same log under another job, build or repository is not, and no
         // caller gets a run made for other metadata.
-        (None, _) => format!("api:submission:{submission}"),
+        None => format!("api:submission:{submission}"),
     };
     let mut event = NewEvent {
         dedup_key,
@@ -155,6 +135,20 @@ pub async fn create(
     }
     event.dedup_key = format!("api:token:{}:{key}", caller.id);
     store(&state, &event, log.as_bytes()).await
+}
+
+/// The submitted log, or the URL to fetch it from: exactly one of them.
+fn log_or_url(
+    log: Option<String>,
+    url: Option<String>,
+) -> Result<(String, Option<String>), AppError> {
+    let bad = |detail: &str| Err(AppError::bad_request("invalid request body", detail));
+    match (log, url) {
+        (Some(_), Some(_)) => bad("send either `log` or `log_url`, not both"),
+        (None, None) => bad("missing field `log` (or `log_url`)"),
+        (Some(log), None) if log.is_empty() => bad("log: is empty"),
+        (log, url) => Ok((log.unwrap_or_default(), url.map(check_url).transpose()?)),
+    }
 }
 
 /// Refuses a field with a NUL character (Postgres text cannot hold one; the
