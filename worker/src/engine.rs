@@ -26,7 +26,7 @@ use std::{
 use faultline_shared::{
     FinalAnswer, Settings, StepRecord, StepTask, metrics, queue,
     storage::{
-        self, events,
+        events,
         runs::{
             self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next,
             ToolAudit,
@@ -44,12 +44,13 @@ use tracing::{Instrument as _, info, warn};
 
 use crate::{
     agent::{
-        AgentState, Decision, Draft, HeuristicReasoner, ReasonError, Reasoned, Reasoner,
+        AgentState, Decision, Draft, HeuristicReasoner, Reasoned, Reasoner,
         judge::{Judge, Judged},
         specifics,
         verify::{self, Route},
     },
-    sources::fetch::{FetchError, LogFetcher},
+    failure::Failure,
+    sources::fetch::LogFetcher,
     tools::{ToolBelt, ToolContext, ToolError},
 };
 
@@ -189,25 +190,6 @@ impl StepOutcome {
     }
 }
 
-/// Why an iteration could not be committed.
-#[derive(Debug, thiserror::Error)]
-enum StepError {
-    #[error("{0}")]
-    Transient(String),
-    #[error("{0}")]
-    Permanent(String),
-}
-
-impl From<sqlx::Error> for StepError {
-    fn from(e: sqlx::Error) -> Self {
-        if storage::is_transient(&e) {
-            StepError::Transient(format!("database: {e}"))
-        } else {
-            StepError::Permanent(format!("database: {e}"))
-        }
-    }
-}
-
 /// Everything a worker needs to execute steps; shared by all concurrent steps.
 pub struct Engine {
     pub pool: PgPool,
@@ -300,8 +282,7 @@ impl Engine {
         let outcome = tokio::select! {
             result = self.execute(held, started) => match result {
                 Ok(done) => done,
-                Err(StepError::Transient(msg)) => (self.fail(&lease, &msg, true).await?, None),
-                Err(StepError::Permanent(msg)) => (self.fail(&lease, &msg, false).await?, None),
+                Err(failure) => (self.fail(&lease, &failure).await?, None),
             },
             _ = async { let _ = lost_rx.wait_for(|lost| *lost).await; } => {
                 warn!("lease lost mid-step; abandoning the iteration");
@@ -317,10 +298,11 @@ impl Engine {
         Ok(outcome)
     }
 
-    async fn fail(&self, lease: &Lease, msg: &str, transient: bool) -> anyhow::Result<StepOutcome> {
+    async fn fail(&self, lease: &Lease, failure: &Failure) -> anyhow::Result<StepOutcome> {
+        let (msg, transient) = (failure.chain(), failure.is_transient());
         warn!(error = msg, transient, "step failed");
         Ok(
-            match runs::record_failure(&self.pool, lease, msg, transient, self.backoff()).await? {
+            match runs::record_failure(&self.pool, lease, &msg, transient, self.backoff()).await? {
                 FailureOutcome::Retrying { attempt, .. } => {
                     metrics::retry_scheduled();
                     StepOutcome::Retrying { attempt }
@@ -343,7 +325,7 @@ impl Engine {
         &self,
         held: Held,
         started: Instant,
-    ) -> Result<(StepOutcome, Option<Held>), StepError> {
+    ) -> Result<(StepOutcome, Option<Held>), Failure> {
         let Held {
             lease,
             run,
@@ -363,8 +345,8 @@ impl Engine {
         };
         let (reasoned, reasoner) = self.decide(&state).await?;
         let (decision, meta) = Meta::split(reasoned, reasoner);
-        let decision = decision
-            .ok_or_else(|| StepError::Permanent("the reasoner returned no decision".into()))?;
+        let decision =
+            decision.ok_or_else(|| Failure::permanent("the reasoner returned no decision"))?;
         let produced = match decision {
             Decision::Act {
                 thought,
@@ -409,9 +391,9 @@ impl Engine {
         run: &runs::RunRow,
         event: Option<events::EventRow>,
         journal: &[StepRecord],
-    ) -> Result<events::EventRow, StepError> {
+    ) -> Result<events::EventRow, Failure> {
         let event = event.ok_or_else(|| {
-            StepError::Permanent(format!(
+            Failure::permanent(format!(
                 "event {} of run {} is missing",
                 run.event_id, run.id
             ))
@@ -420,15 +402,16 @@ impl Engine {
             let event = self.ensure_log(lease, event).await?;
             // Issue 13: the last green log of the job, the excerpt's baseline.
             let baseline = self.log_fetch.ensure_baseline(&self.pool, lease, &event);
+            // Only the database or a lost lease fails it: worth a retry.
             baseline
                 .await
-                .map_err(|e| StepError::Transient(e.to_string()))?;
+                .map_err(|e| Failure::transient("storing the last green log").caused_by(e))?;
             event
         } else {
             event
         };
         if journal.len() as i32 != run.iteration {
-            return Err(StepError::Permanent(format!(
+            return Err(Failure::permanent(format!(
                 "journal has {} rows but the run committed {} iterations",
                 journal.len(),
                 run.iteration
@@ -447,7 +430,7 @@ impl Engine {
         thought: String,
         tool: String,
         input: Value,
-    ) -> Result<Produced, StepError> {
+    ) -> Result<Produced, Failure> {
         let iteration = run.iteration + 1;
         let tool_started = Instant::now();
         let (observation, tool_audit) = self.act(run, iteration, journal, &tool, &input).await?;
@@ -486,7 +469,7 @@ impl Engine {
         meta: &Meta,
         thought: String,
         draft: Draft,
-    ) -> Result<Produced, StepError> {
+    ) -> Result<Produced, Failure> {
         let (iteration, journal) = (state.iteration, state.journal);
         let self_corrected = journal
             .iter()
@@ -515,7 +498,7 @@ impl Engine {
             specifics: specifics::of(journal),
         };
         let mut answer_json =
-            serde_json::to_value(&answer).map_err(|e| StepError::Permanent(e.to_string()))?;
+            serde_json::to_value(&answer).map_err(|e| Failure::permanent(e.to_string()))?;
         text::bound_json(&mut answer_json, &JsonBounds::JOURNAL);
         let (next, observation) = routed(&answer, answer_json, &verdict, judged.as_ref());
         let record = StepRecord {
@@ -550,7 +533,7 @@ impl Engine {
         at: Resume,
         produced: Produced,
         started: Instant,
-    ) -> Result<(StepOutcome, Option<Held>), StepError> {
+    ) -> Result<(StepOutcome, Option<Held>), Failure> {
         let Resume {
             lease,
             run,
@@ -632,21 +615,19 @@ impl Engine {
         &self,
         lease: &Lease,
         event: events::EventRow,
-    ) -> Result<events::EventRow, StepError> {
-        match self.log_fetch.ensure(&self.pool, lease, &event).await {
-            Ok(None) => Ok(event),
-            Ok(Some(_)) => events::get(&self.pool, event.id)
+    ) -> Result<events::EventRow, Failure> {
+        match self.log_fetch.ensure(&self.pool, lease, &event).await? {
+            None => Ok(event),
+            Some(_) => events::get(&self.pool, event.id)
                 .await?
-                .ok_or_else(|| StepError::Permanent(format!("event {} vanished", event.id))),
-            Err(e @ FetchError::Transient(_)) => Err(StepError::Transient(e.to_string())),
-            Err(e @ FetchError::Unavailable(_)) => Err(StepError::Permanent(e.to_string())),
+                .ok_or_else(|| Failure::permanent(format!("event {} vanished", event.id))),
         }
     }
 
     /// Asks the configured reasoner; on a permanent LLM failure, and for the
     /// rest of a run that already fell back, the heuristic reasoner decides
     /// instead (when `LLM_FALLBACK` is on), with the reason in the journal.
-    async fn decide(&self, state: &AgentState<'_>) -> Result<(Reasoned, &'static str), StepError> {
+    async fn decide(&self, state: &AgentState<'_>) -> Result<(Reasoned, &'static str), Failure> {
         let fell_back = state.journal.iter().any(|s| {
             s.llm
                 .as_ref()
@@ -669,11 +650,11 @@ impl Engine {
                 }
                 _ => return Ok((r, self.reasoner.name())),
             },
-            Err(ReasonError::Transient(msg)) => return Err(StepError::Transient(msg)),
-            Err(ReasonError::Permanent(msg)) => msg,
+            Err(e) if e.is_transient() => return Err(e),
+            Err(e) => e.chain(),
         };
         if !self.llm_fallback {
-            return Err(StepError::Permanent(error));
+            return Err(Failure::permanent(error));
         }
         warn!(
             error,
@@ -697,7 +678,7 @@ impl Engine {
         journal: &[StepRecord],
         tool: &str,
         input: &Value,
-    ) -> Result<(Value, Option<ToolAudit>), StepError> {
+    ) -> Result<(Value, Option<ToolAudit>), Failure> {
         if let Some(previous) = journal
             .iter()
             .find(|s| s.action == tool && &s.action_input == input)
@@ -742,7 +723,7 @@ impl Engine {
                         .await?
                     }
                 }
-                Err(StepError::Transient(msg))
+                Err(Failure::transient(msg))
             }
         }
     }

@@ -12,12 +12,15 @@
 //!   GitHub check runs) with retries scheduled in Postgres.
 //! - [`sources`]: GitHub and Jenkins clients (shared rate-limit gate) and
 //!   the fetch of a webhook event's log before its first iteration.
+//! - [`failure`]: the one failure type of a step (retry or give up, with
+//!   its cause chain).
 //! - [`http`]: the retry policy every outbound HTTP client shares.
 //! - [`runtime`]: the apalis worker, the lease reconciler and graceful shutdown.
 //! - [`health`]: `/healthz`, `/readyz` and `/metrics` on `WORKER_HTTP_ADDR`.
 
 pub mod agent;
 pub mod engine;
+pub mod failure;
 pub mod health;
 pub mod http;
 pub mod notify;

@@ -11,9 +11,7 @@ use serde_json::{Value, json};
 
 use futures::future::BoxFuture;
 
-use super::{
-    AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, specifics, verify,
-};
+use super::{AgentState, Decision, Draft, Reasoned, Reasoner, routing, specifics, verify};
 use crate::tools::{
     FAILURE_HISTORY, LOG_EXCERPT, REVIEW_RESOLUTION, SEARCH_KNOWLEDGE, SIMILAR_FAILURES,
 };
@@ -34,7 +32,7 @@ impl Reasoner for HeuristicReasoner {
     fn decide<'a>(
         &'a self,
         state: &'a AgentState<'a>,
-    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>> {
+    ) -> BoxFuture<'a, Result<Reasoned, crate::failure::Failure>> {
         Box::pin(std::future::ready(Ok(Reasoned::offline(self.plan(state)))))
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::{
     AgentState, Draft,
     llm::{
-        client::{self, CallError},
+        client,
         config::LlmConfig,
         conversation::Conversation,
         wire::{self, Reply},
@@ -92,11 +92,10 @@ impl Judge {
         let response = match client::call(&self.http, &self.cfg, None, &body).await {
             Ok(r) => r,
             Err(e) => {
-                let error = match e {
-                    CallError::Transient { message, .. } => {
-                        format!("judge unavailable after retries: {message}")
-                    }
-                    CallError::Permanent { message, .. } => format!("judge refused: {message}"),
+                let error = if e.is_transient() {
+                    format!("judge unavailable after retries: {e}")
+                } else {
+                    format!("judge refused: {e}")
                 };
                 tracing::warn!(error, "judge failed; confidence is computed without it");
                 journal["judge_error"] = Value::String(error.clone());

@@ -16,6 +16,8 @@ use faultline_shared::{Category, Evidence, StepRecord, storage::events::EventRow
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use crate::failure::Failure;
+
 /// Everything a reasoner may look at: the event and the journal so far.
 #[derive(Debug, Clone)]
 pub struct AgentState<'a> {
@@ -87,17 +89,6 @@ impl Reasoned {
     }
 }
 
-/// Why a reasoner could not decide.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ReasonError {
-    /// Worth retrying the step later (429, 5xx, timeouts, resets).
-    #[error("{0}")]
-    Transient(String),
-    /// Will not get better by retrying (400/401/403/404, reprompts exhausted).
-    #[error("{0}")]
-    Permanent(String),
-}
-
 /// An unverified final answer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Draft {
@@ -116,8 +107,5 @@ pub struct Draft {
 /// run rebuilds exactly the conversation it had before a crash.
 pub trait Reasoner: Send + Sync {
     fn name(&self) -> &'static str;
-    fn decide<'a>(
-        &'a self,
-        state: &'a AgentState<'a>,
-    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>>;
+    fn decide<'a>(&'a self, state: &'a AgentState<'a>) -> BoxFuture<'a, Result<Reasoned, Failure>>;
 }

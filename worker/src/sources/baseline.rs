@@ -17,6 +17,7 @@
 //! there is none, and the run goes on with the plain excerpt: a baseline
 //! never fails a run. Only the database failing retries the step.
 
+use crate::failure::Failure;
 use faultline_shared::storage::{
     baselines::{self, Pending},
     events::{self, EventRow},
@@ -29,7 +30,7 @@ use sqlx::PgPool;
 
 use super::{
     ApiError,
-    fetch::{FetchError, LogFetcher, strip_query},
+    fetch::{LogFetcher, strip_query},
     github::{self, GithubClient},
 };
 
@@ -124,7 +125,7 @@ impl LogFetcher {
         pool: &PgPool,
         lease: &Lease,
         event: &EventRow,
-    ) -> Result<(), FetchError> {
+    ) -> Result<(), Failure> {
         let payload = events::payload(pool, event.id).await?.unwrap_or_default();
         let fetched = log_fetches::get(pool, event.id).await?.map(|f| f.detail);
         let Some(target) = target(event, &payload, fetched.as_ref()) else {
@@ -217,8 +218,8 @@ impl LogFetcher {
     }
 }
 
-fn lease_lost() -> FetchError {
-    FetchError::Transient("lease lost while storing the baseline log".into())
+fn lease_lost() -> Failure {
+    Failure::transient("lease lost while storing the baseline log")
 }
 
 /// The GitHub job(s) whose last green log is wanted.

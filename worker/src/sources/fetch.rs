@@ -7,7 +7,7 @@
 //! or retried run never fetches again once that committed. A transient
 //! failure retries the step with the Postgres-held backoff; a log that is
 //! gone (404/410, expired) or cannot be fetched (not configured, bad
-//! credentials) is [`FetchError::Unavailable`] and the run goes to review
+//! credentials) is a permanent [`Failure`] and the run goes to review
 //! with that reason: the event is never lost.
 
 use std::{sync::Arc, time::Duration};
@@ -21,38 +21,33 @@ use reqwest::Response;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
+use crate::failure::Failure;
+
 use super::{
     ApiError,
     github::{self, GithubClient},
     jenkins::JenkinsClient,
 };
 
-/// Why the log could not be stored.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    /// Worth retrying the step (rate limit, 5xx, timeouts, the database).
-    #[error("{0}")]
-    Transient(String),
-    /// The log cannot be had: it expired, or the worker cannot reach it.
-    #[error("log unavailable: {0}")]
-    Unavailable(String),
+/// A log that cannot be had: it expired, or the worker cannot reach it.
+/// Permanent: the run goes to review with the reason.
+pub(super) fn unavailable(why: impl std::fmt::Display) -> Failure {
+    Failure::permanent(format!("log unavailable: {why}"))
 }
 
-impl From<sqlx::Error> for FetchError {
-    fn from(e: sqlx::Error) -> Self {
-        FetchError::Transient(format!("storing the fetched log: {e}"))
-    }
-}
-
-impl From<ApiError> for FetchError {
-    fn from(e: ApiError) -> Self {
-        match e {
-            ApiError::Transient { message, .. } => FetchError::Transient(message),
-            ApiError::NotFound { message, .. } => {
-                FetchError::Unavailable(format!("{message} (the log expired or was deleted)"))
-            }
-            ApiError::Permanent { message, .. } => FetchError::Unavailable(message),
+/// A GitHub or Jenkins error while fetching a log: transient ones retry
+/// the step (not before the server's `Retry-After`); a 404/410 means the
+/// log expired or was deleted.
+fn api_failure(e: ApiError) -> Failure {
+    match e {
+        ApiError::Transient {
+            message,
+            retry_after,
+        } => Failure::transient(message).not_before(retry_after),
+        ApiError::NotFound { message, .. } => {
+            unavailable(format!("{message} (the log expired or was deleted)"))
         }
+        ApiError::Permanent { message, .. } => unavailable(message),
     }
 }
 
@@ -131,7 +126,7 @@ fn log_url_target(url: &str) -> Target {
         None => &segments[..],
     };
     match rest {
-        [o, r, "actions", "jobs", job, tail @ ..] if matches!(tail, [] | ["logs"]) => {
+        [o, r, "actions", "jobs", job] | [o, r, "actions", "jobs", job, "logs"] => {
             if let Some(job_id) = id(job) {
                 return Target::GithubJob {
                     repo: format!("{o}/{r}"),
@@ -186,7 +181,7 @@ impl LogFetcher {
         pool: &PgPool,
         lease: &Lease,
         event: &EventRow,
-    ) -> Result<Option<Fetched>, FetchError> {
+    ) -> Result<Option<Fetched>, Failure> {
         let payload = events::payload(pool, event.id).await?.unwrap_or_default();
         let Some(target) = target(event, &payload) else {
             return Ok(None);
@@ -197,7 +192,7 @@ impl LogFetcher {
         let work = self.fetch(pool, lease, event, &target);
         match tokio::time::timeout(self.timeout, work).await {
             Ok(result) => result,
-            Err(_) => Err(FetchError::Transient(format!(
+            Err(_) => Err(Failure::transient(format!(
                 "fetching the log took longer than {}s",
                 self.timeout.as_secs()
             ))),
@@ -210,12 +205,12 @@ impl LogFetcher {
         lease: &Lease,
         event: &EventRow,
         target: &Target,
-    ) -> Result<Option<Fetched>, FetchError> {
+    ) -> Result<Option<Fetched>, Failure> {
         let mut pending = log_fetches::begin(pool, event.id, self.max_bytes).await?;
         let (source, mut detail) = match target {
             Target::GithubJob { repo, job_id } => {
                 let (gh, repo) = self.github(repo)?;
-                let resp = gh.job_log(&repo, *job_id).await?;
+                let resp = gh.job_log(&repo, *job_id).await.map_err(api_failure)?;
                 let url = resp.url().clone();
                 stream(&mut pending, resp).await?;
                 (
@@ -229,17 +224,16 @@ impl LogFetcher {
             }
             Target::JenkinsConsole { url } => {
                 let jenkins = self.jenkins.as_ref().ok_or_else(|| {
-                    FetchError::Unavailable(
-                        "the notification carried no log and JENKINS_URL is not set, so the worker cannot fetch the console".into(),
+                    unavailable("the notification carried no log and JENKINS_URL is not set, so the worker cannot fetch the console",
                     )
                 })?;
-                let url = jenkins.resolve(url).map_err(FetchError::Unavailable)?;
-                let resp = jenkins.open(&url).await?;
+                let url = jenkins.resolve(url).map_err(unavailable)?;
+                let resp = jenkins.open(&url).await.map_err(api_failure)?;
                 stream(&mut pending, resp).await?;
                 ("jenkins", json!({"console_url": url.as_str()}))
             }
             Target::Unfetchable { url, why } => {
-                return Err(FetchError::Unavailable(format!(
+                return Err(unavailable(format!(
                     "log_url {url:?} is not fetched: {why}"
                 )));
             }
@@ -249,9 +243,7 @@ impl LogFetcher {
         detail["bytes_cut"] = json!(cut);
         if !pending.commit(lease, source, &detail).await? {
             // Our lease was taken over: the new holder fetches (or fetched).
-            return Err(FetchError::Transient(
-                "lease lost while fetching the log".into(),
-            ));
+            return Err(Failure::transient("lease lost while fetching the log"));
         }
         tracing::info!(event_id = %event.id, source, bytes, cut, "fetched the event's log");
         Ok(Some(Fetched {
@@ -262,15 +254,12 @@ impl LogFetcher {
         }))
     }
 
-    fn github(&self, repo: &str) -> Result<(&GithubClient, (String, String)), FetchError> {
+    fn github(&self, repo: &str) -> Result<(&GithubClient, (String, String)), Failure> {
         let gh = self.github.as_deref().ok_or_else(|| {
-            FetchError::Unavailable(
-                "GITHUB_TOKEN is not set, so the worker cannot fetch GitHub Actions logs".into(),
-            )
+            unavailable("GITHUB_TOKEN is not set, so the worker cannot fetch GitHub Actions logs")
         })?;
-        let repo = github::full_name(repo).ok_or_else(|| {
-            FetchError::Unavailable(format!("{repo:?} is not an owner/name repository"))
-        })?;
+        let repo = github::full_name(repo)
+            .ok_or_else(|| unavailable(format!("{repo:?} is not an owner/name repository")))?;
         Ok((gh, repo))
     }
 
@@ -281,14 +270,14 @@ impl LogFetcher {
         repo: &(String, String),
         run_id: u64,
         pending: &mut Pending,
-    ) -> Result<(&'static str, Value), FetchError> {
-        let jobs = gh.run_jobs(repo, run_id).await?;
+    ) -> Result<(&'static str, Value), Failure> {
+        let jobs = gh.run_jobs(repo, run_id).await.map_err(api_failure)?;
         let failed: Vec<_> = jobs
             .iter()
             .filter(|j| matches!(j.conclusion.as_deref(), Some("failure" | "timed_out")))
             .collect();
         if failed.is_empty() {
-            return Err(FetchError::Unavailable(format!(
+            return Err(unavailable(format!(
                 "run {run_id} of {}/{} lists no failed job",
                 repo.0, repo.1
             )));
@@ -317,11 +306,11 @@ impl LogFetcher {
                     pending.write(line.as_bytes()).await?;
                     detail.push(json!({"id": job.id, "name": job.name, "error": message}));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(api_failure(e)),
             }
         }
         if read == 0 {
-            return Err(FetchError::Unavailable(format!(
+            return Err(unavailable(format!(
                 "no failed job of run {run_id} in {}/{} has a log any more: {}",
                 repo.0,
                 repo.1,
@@ -333,12 +322,12 @@ impl LogFetcher {
 }
 
 /// Streams a body into the log (the writer keeps head and tail under the cap).
-async fn stream(pending: &mut Pending, mut resp: Response) -> Result<(), FetchError> {
+async fn stream(pending: &mut Pending, mut resp: Response) -> Result<(), Failure> {
     let url = strip_query(resp.url());
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| FetchError::Transient(format!("reading the log from {url}: {e}")))?
+        .map_err(|e| Failure::transient(format!("reading the log from {url}: {e}")))?
     {
         pending.write(&chunk).await?;
     }

@@ -12,44 +12,10 @@ use super::{
     config::{LlmConfig, Provider},
     limit::SharedLimit,
 };
-use crate::http::{self, RetryHint, RetryPolicy, snippet};
-
-/// Why a call produced no response body.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallError {
-    Transient {
-        message: String,
-        retry_after: Option<Duration>,
-    },
-    Permanent {
-        status: Option<u16>,
-        message: String,
-    },
-}
-
-impl CallError {
-    pub fn message(&self) -> String {
-        match self {
-            CallError::Transient { message, .. } => message.clone(),
-            CallError::Permanent { message, .. } => message.clone(),
-        }
-    }
-}
-
-impl RetryHint for CallError {
-    fn is_transient(&self) -> bool {
-        matches!(self, CallError::Transient { .. })
-    }
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            CallError::Transient { retry_after, .. } => *retry_after,
-            CallError::Permanent { .. } => None,
-        }
-    }
-    fn describe(&self) -> String {
-        self.message()
-    }
-}
+use crate::{
+    failure::Failure,
+    http::{self, RetryPolicy, snippet},
+};
 
 /// A successful call: the parsed body (or the raw text if it is not JSON).
 #[derive(Debug, Clone)]
@@ -74,7 +40,7 @@ pub async fn call(
     cfg: &LlmConfig,
     limit: Option<&SharedLimit>,
     body: &Value,
-) -> Result<Response, CallError> {
+) -> Result<Response, Failure> {
     let url = format!("{}{}", cfg.base_url, super::wire::path(cfg.provider));
     let started = Instant::now();
     let policy = RetryPolicy {
@@ -108,7 +74,7 @@ async fn once(
     cfg: &LlmConfig,
     url: &str,
     body: &Value,
-) -> Result<Result<Value, String>, CallError> {
+) -> Result<Result<Value, String>, Failure> {
     let mut req = http.post(url).json(body);
     if let Some(key) = &cfg.api_key {
         req = match cfg.provider {
@@ -119,29 +85,23 @@ async fn once(
     if cfg.provider == Provider::Anthropic {
         req = req.header("anthropic-version", "2023-06-01");
     }
-    let resp = req.send().await.map_err(|e| CallError::Transient {
-        message: format!("request to {url} failed: {e}"),
-        retry_after: None,
-    })?;
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| Failure::transient(format!("request to {url} failed: {e}")))?;
     let status = resp.status();
     let retry_after = http::retry_after(resp.headers());
-    let text = resp.text().await.map_err(|e| CallError::Transient {
-        message: format!("reading the reply from {url} failed: {e}"),
-        retry_after: None,
-    })?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| Failure::transient(format!("reading the reply from {url} failed: {e}")))?;
     if status.is_success() {
         return Ok(serde_json::from_str(&text).map_err(|_| snippet(&text)));
     }
     let message = format!("{} from {url}: {}", status, snippet(&text));
     if status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error() {
-        Err(CallError::Transient {
-            message,
-            retry_after,
-        })
+        Err(Failure::transient(message).not_before(retry_after))
     } else {
-        Err(CallError::Permanent {
-            status: Some(status.as_u16()),
-            message,
-        })
+        Err(Failure::permanent(message))
     }
 }

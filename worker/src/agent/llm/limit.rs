@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use faultline_shared::storage::ratelimit;
 use sqlx::PgPool;
 
-use super::client::CallError;
+use crate::failure::Failure;
 
 #[derive(Clone)]
 pub struct SharedLimit {
@@ -29,12 +29,9 @@ pub struct Permit {
 
 impl SharedLimit {
     /// Waits for a request token and a concurrency slot.
-    pub async fn acquire(&self) -> Result<Permit, CallError> {
+    pub async fn acquire(&self) -> Result<Permit, Failure> {
         let started = Instant::now();
-        let transient = |message: String| CallError::Transient {
-            message,
-            retry_after: None,
-        };
+        let transient = |message: String| Failure::transient(message);
         let db = |e: sqlx::Error| transient(format!("rate limit: {e}"));
         let holder = format!("{}:{}", self.holder, uuid::Uuid::new_v4().simple());
         let mut slot = None;

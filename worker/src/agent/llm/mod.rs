@@ -21,12 +21,11 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use self::{
-    client::CallError,
     config::LlmConfig,
     wire::{Parsed, Reply},
 };
-use super::{AgentState, Decision, Draft, ReasonError, Reasoned, Reasoner, routing, verify};
-use crate::tools;
+use super::{AgentState, Decision, Draft, Reasoned, Reasoner, routing, verify};
+use crate::{failure::Failure, tools};
 
 pub struct LlmReasoner {
     cfg: LlmConfig,
@@ -53,7 +52,7 @@ impl LlmReasoner {
         }
     }
 
-    async fn decide_inner(&self, state: &AgentState<'_>) -> Result<Reasoned, ReasonError> {
+    async fn decide_inner(&self, state: &AgentState<'_>) -> Result<Reasoned, Failure> {
         let used: i64 = state
             .journal
             .iter()
@@ -72,13 +71,13 @@ impl LlmReasoner {
         );
         let response = client::call(&self.http, &self.cfg, self.limit.as_ref(), &body)
             .await
-            .map_err(|e| match e {
-                CallError::Transient { message, .. } => {
-                    ReasonError::Transient(format!("LLM call failed: {message}"))
-                }
-                CallError::Permanent { message, .. } => {
-                    ReasonError::Permanent(format!("LLM call refused: {message}"))
-                }
+            .map_err(|e| {
+                let what = if e.is_transient() {
+                    "LLM call failed"
+                } else {
+                    "LLM call refused"
+                };
+                e.context(what)
             })?;
         let parsed = match &response.body {
             Ok(json) => wire::parse(self.cfg.provider, json),
@@ -101,7 +100,7 @@ impl LlmReasoner {
                 .filter(|s| s.action == INVALID_RESPONSE)
                 .count();
             if earlier >= self.cfg.max_reprompts {
-                return Err(ReasonError::Permanent(format!(
+                return Err(Failure::permanent(format!(
                     "the model gave {} unusable replies (limit {}); last: {error}",
                     earlier + 1,
                     self.cfg.max_reprompts
@@ -229,10 +228,7 @@ impl Reasoner for LlmReasoner {
     }
 
     /// One model call in an `llm_call` span, counted by result with its tokens.
-    fn decide<'a>(
-        &'a self,
-        state: &'a AgentState<'a>,
-    ) -> BoxFuture<'a, Result<Reasoned, ReasonError>> {
+    fn decide<'a>(&'a self, state: &'a AgentState<'a>) -> BoxFuture<'a, Result<Reasoned, Failure>> {
         let provider = self.cfg.provider.name();
         let span = tracing::info_span!("llm_call", provider, model = %self.cfg.model,
             iteration = state.iteration, result = tracing::field::Empty,
@@ -244,8 +240,8 @@ impl Reasoner for LlmReasoner {
                     ("invalid_reply", r.tokens_in, r.tokens_out)
                 }
                 Ok(r) => ("ok", r.tokens_in, r.tokens_out),
-                Err(ReasonError::Transient(_)) => ("transient_error", 0, 0),
-                Err(ReasonError::Permanent(_)) => ("permanent_error", 0, 0),
+                Err(e) if e.is_transient() => ("transient_error", 0, 0),
+                Err(_) => ("permanent_error", 0, 0),
             };
             let span = tracing::Span::current();
             span.record("result", label);
