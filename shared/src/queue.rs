@@ -73,7 +73,7 @@ pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError>
     let broker = match settings.queue_backend {
         QueueBackend::Postgres => Broker::Postgres,
         QueueBackend::Redis => Broker::Redis(Box::new(
-            redis::RedisBroker::connect(settings.redis_url.expose(), &settings.redis_namespace)
+            redis::RedisBroker::connect(crate::config::ExposeSecret::expose_secret(&settings.redis_url), &settings.redis_namespace)
                 .await?,
         )),
     };
