@@ -46,7 +46,11 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn new(name: impl Into<String>, value: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        value: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
         Self {
             name: name.into(),
             value: value.into(),

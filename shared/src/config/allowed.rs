@@ -26,9 +26,15 @@ pub const ALLOWED_JENKINS_JOBS: &str = "FAULTLINE_ALLOWED_JENKINS_JOBS";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct AllowList {
-    #[serde(rename = "FAULTLINE_ALLOWED_REPOSITORIES", deserialize_with = "patterns")]
+    #[serde(
+        rename = "FAULTLINE_ALLOWED_REPOSITORIES",
+        deserialize_with = "patterns"
+    )]
     repositories: Option<Vec<RepoPattern>>,
-    #[serde(rename = "FAULTLINE_ALLOWED_JENKINS_JOBS", deserialize_with = "patterns")]
+    #[serde(
+        rename = "FAULTLINE_ALLOWED_JENKINS_JOBS",
+        deserialize_with = "patterns"
+    )]
     jobs: Option<Vec<JobPattern>>,
 }
 

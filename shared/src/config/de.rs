@@ -18,7 +18,10 @@ where
     D: Deserializer<'de>,
     T: FromStr<Err: Display>,
 {
-    String::deserialize(d)?.trim().parse().map_err(D::Error::custom)
+    String::deserialize(d)?
+        .trim()
+        .parse()
+        .map_err(D::Error::custom)
 }
 
 /// [`parsed`], for a field that is `None` when unset.

@@ -46,7 +46,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if whole.len() > 20 {
         return Err(too_long());
     }
-    let whole: u128 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| too_long())? };
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| too_long())?
+    };
     let fraction = &fraction[..fraction.len().min(MAX_FRACTION_DIGITS)];
     let fraction_nanos = if fraction.is_empty() {
         0
@@ -98,10 +102,18 @@ mod tests {
             parse_duration("36500.5d").unwrap_err(),
             "\"36500.5d\" is too long (at most 100 years)"
         );
-        assert!(parse_duration(&"9".repeat(60)).unwrap_err().contains("too long"));
+        assert!(
+            parse_duration(&"9".repeat(60))
+                .unwrap_err()
+                .contains("too long")
+        );
         for bad in ["", ".", "1.2.3s", "soon", "-5s", "1e3s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-        assert!(parse_duration("soon").unwrap_err().contains("is not a duration"));
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .contains("is not a duration")
+        );
     }
 }

@@ -49,21 +49,33 @@ pub struct Settings {
     #[serde(rename = "FAULTLINE_LEASE_TTL_MS", deserialize_with = "de::millis")]
     pub lease_ttl: Duration,
     /// How often a worker looks for runs whose lease expired.
-    #[serde(rename = "FAULTLINE_RECONCILE_INTERVAL_MS", deserialize_with = "de::millis")]
+    #[serde(
+        rename = "FAULTLINE_RECONCILE_INTERVAL_MS",
+        deserialize_with = "de::millis"
+    )]
     pub reconcile_interval: Duration,
     /// Poll fallback for the step queue (LISTEN/NOTIFY wakes workers first).
     #[serde(rename = "FAULTLINE_POLL_INTERVAL_MS", deserialize_with = "de::millis")]
     pub poll_interval: Duration,
     /// Queue heartbeat; tasks fetched by a worker silent for 2 beats return to the queue.
-    #[serde(rename = "FAULTLINE_QUEUE_HEARTBEAT_SECS", deserialize_with = "de::secs")]
+    #[serde(
+        rename = "FAULTLINE_QUEUE_HEARTBEAT_SECS",
+        deserialize_with = "de::secs"
+    )]
     pub queue_heartbeat: Duration,
     /// Concurrent steps per worker process.
-    #[serde(rename = "FAULTLINE_WORKER_CONCURRENCY", deserialize_with = "de::parsed")]
+    #[serde(
+        rename = "FAULTLINE_WORKER_CONCURRENCY",
+        deserialize_with = "de::parsed"
+    )]
     pub worker_concurrency: usize,
     /// `FAULTLINE_BULK_CONCURRENCY` (Redis broker): slots of the bulk queue
     /// per worker, on top of the live ones; unset (or 0): a quarter of them,
     /// at least 1.
-    #[serde(rename = "FAULTLINE_BULK_CONCURRENCY", deserialize_with = "zero_is_unset")]
+    #[serde(
+        rename = "FAULTLINE_BULK_CONCURRENCY",
+        deserialize_with = "zero_is_unset"
+    )]
     pub bulk_concurrency: Option<usize>,
     /// Timeout of one tool call.
     #[serde(rename = "FAULTLINE_TOOL_TIMEOUT_MS", deserialize_with = "de::millis")]
@@ -75,10 +87,16 @@ pub struct Settings {
     pub tool_rate_limits: BTreeMap<String, RateLimit>,
     /// `TOOL_RATE_LIMIT_MAX_WAIT_MS`: the longest a call waits for its
     /// tool's limit in-process; past it the step is retried later (durably).
-    #[serde(rename = "TOOL_RATE_LIMIT_MAX_WAIT_MS", deserialize_with = "de::millis")]
+    #[serde(
+        rename = "TOOL_RATE_LIMIT_MAX_WAIT_MS",
+        deserialize_with = "de::millis"
+    )]
     pub tool_rate_limit_max_wait: Duration,
     /// How long SIGTERM waits for in-flight steps before releasing them.
-    #[serde(rename = "FAULTLINE_SHUTDOWN_GRACE_MS", deserialize_with = "de::millis")]
+    #[serde(
+        rename = "FAULTLINE_SHUTDOWN_GRACE_MS",
+        deserialize_with = "de::millis"
+    )]
     pub shutdown_grace: Duration,
     /// `REVIEW_CLAIM_TTL`: how long a reviewer's claim holds before the item
     /// returns to the queue (checked in the queries, no background job).
@@ -135,10 +153,16 @@ pub struct Thresholds {
     #[serde(rename = "FAULTLINE_CONFIDENCE_AUTO", deserialize_with = "de::parsed")]
     pub auto: f32,
     /// Between `self_correct` and `auto`: human review.
-    #[serde(rename = "FAULTLINE_CONFIDENCE_REVIEW", deserialize_with = "de::parsed")]
+    #[serde(
+        rename = "FAULTLINE_CONFIDENCE_REVIEW",
+        deserialize_with = "de::parsed"
+    )]
     pub review: f32,
     /// Between this and `review`: the reasoner self-corrects once, then review.
-    #[serde(rename = "FAULTLINE_CONFIDENCE_SELF_CORRECT", deserialize_with = "de::parsed")]
+    #[serde(
+        rename = "FAULTLINE_CONFIDENCE_SELF_CORRECT",
+        deserialize_with = "de::parsed"
+    )]
     pub self_correct: f32,
 }
 
@@ -157,10 +181,16 @@ impl Default for Thresholds {
 #[serde(default)]
 pub struct Chaos {
     /// `FAULTLINE_CHAOS_STEP_DELAY_MS`: sleep inside each step, before its commit.
-    #[serde(rename = "FAULTLINE_CHAOS_STEP_DELAY_MS", deserialize_with = "de::millis_or_off")]
+    #[serde(
+        rename = "FAULTLINE_CHAOS_STEP_DELAY_MS",
+        deserialize_with = "de::millis_or_off"
+    )]
     pub step_delay: Option<Duration>,
     /// `FAULTLINE_CHAOS_TOOL_DELAY_MS`: sleep inside each tool call (so the tool timeout can fire).
-    #[serde(rename = "FAULTLINE_CHAOS_TOOL_DELAY_MS", deserialize_with = "de::millis_or_off")]
+    #[serde(
+        rename = "FAULTLINE_CHAOS_TOOL_DELAY_MS",
+        deserialize_with = "de::millis_or_off"
+    )]
     pub tool_delay: Option<Duration>,
 }
 
