@@ -131,7 +131,7 @@ fn log_url_target(url: &str) -> Target {
         None => &segments[..],
     };
     match rest {
-        [o, r, "actions", "jobs", job, tail @ ..] if matches!(tail, [] | ["logs"]) => {
+        [o, r, "actions", "jobs", job] | [o, r, "actions", "jobs", job, "logs"] => {
             if let Some(job_id) = id(job) {
                 return Target::GithubJob {
                     repo: format!("{o}/{r}"),
