@@ -15,7 +15,7 @@ use std::time::Duration;
 use faultline_shared::config::Thresholds;
 use faultline_shared::storage::events::EventRow;
 use faultline_shared::types::StepRecord;
-use faultline_worker::agent::llm::config::{LlmConfig, Provider};
+use faultline_worker::agent::llm::config::{LlmConfig, Provider, Role};
 use faultline_worker::agent::llm::{LlmReasoner, wire};
 use faultline_worker::agent::{AgentState, Decision, judge, verify};
 use faultline_worker::tools::{
@@ -24,12 +24,11 @@ use faultline_worker::tools::{
 use serde_json::{Value, json};
 
 fn reasoner(provider: &str) -> LlmReasoner {
-    let cfg = LlmConfig::from_lookup(|k| match k {
-        "LLM_PROVIDER" => Some(provider.into()),
-        "LLM_MODEL" => Some("fuzz".into()),
-        _ => None,
-    })
-    .expect("valid config")
+    let source = [("LLM_PROVIDER", provider), ("LLM_MODEL", "fuzz")]
+        .into_iter()
+        .collect();
+    let cfg = LlmConfig::load(&source, Role::Reasoner)
+        .expect("valid config")
     .expect("an LLM provider");
     let tools = ToolBelt::standard(Duration::from_secs(1), None).describe();
     LlmReasoner::new(cfg, tools, None)

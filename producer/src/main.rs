@@ -22,7 +22,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use faultline_shared::{Settings, db, kb, logs, telemetry};
+use faultline_shared::{Settings, config::Source, db, kb, logs, telemetry};
 use uuid::Uuid;
 
 #[derive(Parser)]
@@ -159,12 +159,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::Diagnose { file, json } = &cli.command {
         return diagnose(file, *json);
     }
-    let settings = Settings::from_env().context("invalid configuration")?;
+    // Every setting comes from this one reading of the environment.
+    let env = Source::env();
+    let settings = Settings::load(&env).context("invalid configuration")?;
     faultline_shared::queue::install(&settings)
         .await
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
     if let Command::Serve { bind } = &cli.command {
-        server::serve(&settings, *bind).await?;
+        server::serve(&env, &settings, *bind).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let pool = db::connect(&settings, 4).await?;

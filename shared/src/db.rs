@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::{PgPool, postgres::PgPoolOptions};
 
-use crate::config::Settings;
+use crate::config::{ExposeSecret, Settings};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -15,7 +15,7 @@ pub async fn connect(settings: &Settings, max_connections: u32) -> anyhow::Resul
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
-        .connect(settings.database_url.expose())
+        .connect(settings.database_url.expose_secret())
         .await
         .context("failed to connect to Postgres (check DATABASE_URL)")
 }

@@ -73,8 +73,11 @@ pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError>
     let broker = match settings.queue_backend {
         QueueBackend::Postgres => Broker::Postgres,
         QueueBackend::Redis => Broker::Redis(Box::new(
-            redis::RedisBroker::connect(settings.redis_url.expose(), &settings.redis_namespace)
-                .await?,
+            redis::RedisBroker::connect(
+                crate::config::ExposeSecret::expose_secret(&settings.redis_url),
+                &settings.redis_namespace,
+            )
+            .await?,
         )),
     };
     Ok(BROKER.get_or_init(|| broker))

@@ -2,12 +2,9 @@
 //! wire format (`faultline_tests::fakes`), with a real Postgres behind the
 //! tool context (the event the tools default to, the shared rate-limit gate).
 
-use std::{
-    collections::HashMap,
-    time::{Duration, UNIX_EPOCH},
-};
+use std::time::{Duration, UNIX_EPOCH};
 
-use faultline_shared::Settings;
+use faultline_shared::{Settings, config::Source};
 use faultline_tests::{TestDb, fakes::*, oom_log};
 use faultline_worker::{
     sources::SourcesConfig,
@@ -23,12 +20,9 @@ use wiremock::{
 /// A tool belt configured by `env`, and a context on a stored failure of
 /// `octo-org/ledger-api` at [`SHA`], job `ledger-api` build 813.
 async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext) {
-    let map: HashMap<String, String> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let sources = SourcesConfig::from_lookup(|k| map.get(k).cloned()).unwrap();
-    let settings = Settings::from_lookup(|k| map.get(k).cloned()).unwrap();
+    let source: Source = env.iter().copied().collect();
+    let sources = SourcesConfig::load(&source).unwrap();
+    let settings = Settings::load(&source).unwrap();
     let fetcher = sources.build(&db.pool, &settings.allowed);
     let belt = ToolBelt::standard(Duration::from_secs(30), None)
         .with_sources(fetcher.github.clone(), fetcher.jenkins.clone())
@@ -456,9 +450,12 @@ async fn a_tool_rate_limit_is_shared_by_every_worker() {
     );
 
     // A name that is no tool is refused at start.
-    let settings =
-        Settings::from_lookup(|k| (k == "TOOL_RATE_LIMITS").then(|| "github_comits=1".into()))
-            .unwrap();
+    let settings = Settings::load(
+        &[("TOOL_RATE_LIMITS", "github_comits=1")]
+            .into_iter()
+            .collect(),
+    )
+    .unwrap();
     let err = ToolBelt::standard(Duration::from_secs(1), None)
         .with_rate_limits(&settings.tool_rate_limits, Duration::ZERO)
         .err()

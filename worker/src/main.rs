@@ -4,13 +4,17 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
-use faultline_shared::{Settings, db, telemetry};
+use faultline_shared::{Settings, config::Source, db, telemetry};
 use faultline_worker::{
     Engine,
     agent::{
         HeuristicReasoner, Reasoner,
         judge::Judge,
-        llm::{LlmReasoner, config::LlmConfig, limit::SharedLimit},
+        llm::{
+            LlmReasoner,
+            config::{LlmConfig, Role},
+            limit::SharedLimit,
+        },
     },
     health,
     notify::{self, NotifyConfig},
@@ -52,7 +56,9 @@ async fn main() -> anyhow::Result<()> {
     })
     .context("invalid telemetry configuration")?;
     let metrics = faultline_shared::metrics::install("faultline-worker");
-    let mut settings = Settings::from_env().context("invalid configuration")?;
+    // Every setting comes from this one reading of the environment.
+    let env = Source::env();
+    let mut settings = Settings::load(&env).context("invalid configuration")?;
     // Compile the diagnosis's recognisers now, not inside the first step.
     faultline_shared::diagnose::warm_up();
     if let Some(c) = args.concurrency {
@@ -64,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let sources = SourcesConfig::from_env().context("invalid GitHub / Jenkins configuration")?;
+    let sources = SourcesConfig::load(&env).context("invalid GitHub / Jenkins configuration")?;
     info!(
         github = sources.github.as_ref().map(|g| g.api_url.as_str()),
         jenkins = sources.jenkins.as_ref().map(|j| j.url.as_str()),
@@ -95,7 +101,7 @@ async fn main() -> anyhow::Result<()> {
             }
         });
     }
-    let llm = LlmConfig::from_env().context("invalid LLM configuration")?;
+    let llm = LlmConfig::load(&env, Role::Reasoner).context("invalid LLM configuration")?;
     let llm_fallback = llm.as_ref().is_some_and(|c| c.fallback);
     let reasoner: Arc<dyn Reasoner> =
         match llm {
@@ -119,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
             }
             None => Arc::new(HeuristicReasoner),
         };
-    let judge = LlmConfig::judge_from_lookup(|k| std::env::var(k).ok())
+    let judge = LlmConfig::load(&env, Role::Judge)
         .context("invalid LLM judge configuration")?
         .map(|cfg| {
             info!(
@@ -142,7 +148,7 @@ async fn main() -> anyhow::Result<()> {
         settings,
     });
     if let Some(mut notify) =
-        NotifyConfig::from_env().context("invalid notification configuration")?
+        NotifyConfig::load(&env).context("invalid notification configuration")?
     {
         notify.allowed = engine.settings.allowed.clone();
         let (pool, owner, stop) = (engine.pool.clone(), worker_id.clone(), shutdown_rx.clone());

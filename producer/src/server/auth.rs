@@ -9,7 +9,7 @@ use axum::{
     http::{Extensions, HeaderMap, header, request::Parts},
 };
 use faultline_shared::{
-    config::Secret,
+    config::{ExposeSecret, SecretString},
     storage::tokens::{self, Role, TokenRow},
 };
 use sha2::{Digest, Sha256};
@@ -114,7 +114,7 @@ impl FromRequestParts<AppState> for Reader {
 /// Checks Jenkins' shared token (`X-Faultline-Token` or `Authorization:
 /// Bearer`). Both sides are hashed first, so the comparison is constant-time
 /// and does not reveal the token's length.
-pub fn check_shared_token(headers: &HeaderMap, expected: &Secret) -> Result<(), AppError> {
+pub fn check_shared_token(headers: &HeaderMap, expected: &SecretString) -> Result<(), AppError> {
     let presented = headers
         .get("x-faultline-token")
         .and_then(|v| v.to_str().ok())
@@ -123,7 +123,7 @@ pub fn check_shared_token(headers: &HeaderMap, expected: &Secret) -> Result<(), 
             "send the Jenkins token as `X-Faultline-Token` or `Authorization: Bearer`",
         ))?;
     let a = Sha256::digest(presented.trim().as_bytes());
-    let b = Sha256::digest(expected.expose().as_bytes());
+    let b = Sha256::digest(expected.expose_secret().as_bytes());
     if bool::from(a.ct_eq(&b)) {
         Ok(())
     } else {
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn the_shared_token_must_match_exactly() {
-        let secret = Secret::new("s3cret");
+        let secret = SecretString::from("s3cret");
         let mut h = HeaderMap::new();
         assert!(check_shared_token(&h, &secret).is_err());
         h.insert("x-faultline-token", HeaderValue::from_static("s3cre"));

@@ -22,7 +22,7 @@ use axum::{
 };
 use faultline_producer::payload::github::{self, Delivery, GithubTarget, PASSED};
 use faultline_shared::{
-    config::Secret,
+    config::{ExposeSecret, SecretString},
     storage::{
         events::NewEvent,
         history::{self, NewOutcome},
@@ -107,14 +107,18 @@ async fn record_pass(
 }
 
 /// Checks `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>`.
-pub fn verify_signature(headers: &HeaderMap, body: &[u8], secret: &Secret) -> Result<(), AppError> {
+pub fn verify_signature(
+    headers: &HeaderMap,
+    body: &[u8],
+    secret: &SecretString,
+) -> Result<(), AppError> {
     let header = header_str(headers, "x-hub-signature-256")
         .ok_or(AppError::Unauthorized("missing X-Hub-Signature-256"))?;
     let signature = header
         .strip_prefix("sha256=")
         .and_then(decode_hex)
         .ok_or(AppError::Unauthorized("malformed X-Hub-Signature-256"))?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose_secret().as_bytes())
         .map_err(|e| AppError::Internal(anyhow::anyhow!("HMAC key rejected: {e}")))?;
     mac.update(body);
     mac.verify_slice(&signature)
@@ -150,12 +154,17 @@ mod tests {
 
     #[test]
     fn only_the_right_key_over_the_exact_body_verifies() {
-        let secret = Secret::new("It's a Secret to Everybody");
+        let secret = SecretString::from("It's a Secret to Everybody");
         let body = b"Hello, World!";
-        assert!(verify_signature(&signed(body, secret.expose()), body, &secret).is_ok());
+        assert!(verify_signature(&signed(body, secret.expose_secret()), body, &secret).is_ok());
         assert!(verify_signature(&signed(body, "other"), body, &secret).is_err());
         assert!(
-            verify_signature(&signed(body, secret.expose()), b"Hello, World", &secret).is_err()
+            verify_signature(
+                &signed(body, secret.expose_secret()),
+                b"Hello, World",
+                &secret
+            )
+            .is_err()
         );
         assert!(verify_signature(&HeaderMap::new(), body, &secret).is_err());
     }
@@ -170,7 +179,7 @@ mod tests {
                 "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",
             ),
         );
-        let secret = Secret::new("It's a Secret to Everybody");
+        let secret = SecretString::from("It's a Secret to Everybody");
         assert!(verify_signature(&h, b"Hello, World!", &secret).is_ok());
     }
 

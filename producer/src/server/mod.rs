@@ -1,7 +1,8 @@
 //! `faultline serve`: the producer's HTTP server (axum).
 //!
 //! # Layout
-//! - `config` — settings read once from the environment; secrets stay [`Secret`]s.
+//! - `config` — [`ServerConfig`] (from the library crate), read once at
+//!   start; secrets stay `SecretString`s.
 //! - `error` — `AppError`, the one error type; every error body is JSON.
 //! - `auth` — API tokens with roles, the Jenkins shared token.
 //! - `github`, `jenkins` — the CI webhooks.
@@ -24,14 +25,11 @@
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
 //! step task, in one transaction (`storage::events::ingest`).
-//!
-//! [`Secret`]: faultline_shared::config::Secret
 
 mod api;
 mod auth;
 mod body_rate;
 mod client;
-pub mod config;
 mod error;
 mod github;
 mod jenkins;
@@ -53,7 +51,7 @@ use axum::{
 };
 use faultline_shared::{
     Settings,
-    config::AllowList,
+    config::{AllowList, Source},
     db,
     queue::PRIORITY_LIVE,
     storage::events::{self, NewEvent, RunLimits},
@@ -66,6 +64,8 @@ use tower_http::{
     timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
     trace::TraceLayer,
 };
+
+pub use faultline_producer::config;
 
 use self::{config::ServerConfig, error::AppError};
 
@@ -85,10 +85,14 @@ pub struct AppState {
     pub allowed: AllowList,
 }
 
-/// Reads the configuration, connects, binds, prints `listening on http://ADDR`
-/// and serves until SIGTERM or SIGINT.
-pub async fn serve(settings: &Settings, bind: Option<SocketAddr>) -> anyhow::Result<()> {
-    let mut config = ServerConfig::from_env().context("invalid configuration")?;
+/// Reads the server's settings from `env`, connects, binds, prints
+/// `listening on http://ADDR` and serves until SIGTERM or SIGINT.
+pub async fn serve(
+    env: &Source,
+    settings: &Settings,
+    bind: Option<SocketAddr>,
+) -> anyhow::Result<()> {
+    let mut config = ServerConfig::load(env).context("invalid configuration")?;
     if let Some(bind) = bind {
         config.bind = bind;
     }

@@ -13,7 +13,7 @@
 //!   slash) is every job under the folder, at any depth. Case-insensitive,
 //!   as Jenkins looks items up.
 
-use super::ConfigError;
+use serde::{Deserialize, Deserializer, de::Error as _};
 
 /// Names the variable that lists the repositories.
 pub const ALLOWED_REPOSITORIES: &str = "FAULTLINE_ALLOWED_REPOSITORIES";
@@ -21,9 +21,20 @@ pub const ALLOWED_REPOSITORIES: &str = "FAULTLINE_ALLOWED_REPOSITORIES";
 pub const ALLOWED_JENKINS_JOBS: &str = "FAULTLINE_ALLOWED_JENKINS_JOBS";
 
 /// What the deployment may act on; `None` in a field means no restriction.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Read by [`super::Source::load`] (with the other settings); the field
+/// names are the variables, [`ALLOWED_REPOSITORIES`] and [`ALLOWED_JENKINS_JOBS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
 pub struct AllowList {
+    #[serde(
+        rename = "FAULTLINE_ALLOWED_REPOSITORIES",
+        deserialize_with = "patterns"
+    )]
     repositories: Option<Vec<RepoPattern>>,
+    #[serde(
+        rename = "FAULTLINE_ALLOWED_JENKINS_JOBS",
+        deserialize_with = "patterns"
+    )]
     jobs: Option<Vec<JobPattern>>,
 }
 
@@ -42,24 +53,6 @@ enum JobPattern {
 }
 
 impl AllowList {
-    /// Reads both variables from the process environment.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// Reads both variables through `lookup`; blank means unset.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Ok(Self {
-            repositories: patterns(
-                &lookup,
-                ALLOWED_REPOSITORIES,
-                "repository",
-                RepoPattern::parse,
-            )?,
-            jobs: patterns(&lookup, ALLOWED_JENKINS_JOBS, "job", JobPattern::parse)?,
-        })
-    }
-
     /// Whether the repository `owner/name` may be read.
     pub fn allows_repository(&self, owner: &str, name: &str) -> bool {
         let Some(patterns) = &self.repositories else {
@@ -128,38 +121,35 @@ impl AllowList {
     }
 }
 
-/// The comma-separated entries of variable `name`, each read by `parse`;
-/// `None` when it is unset or blank, an error when it names no `what` or an
-/// entry does not parse.
-fn patterns<P>(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    what: &str,
-    parse: fn(&str) -> Result<P, String>,
-) -> Result<Option<Vec<P>>, ConfigError> {
-    let Some(value) = lookup(name).filter(|v| !v.trim().is_empty()) else {
-        return Ok(None);
-    };
-    let bad = |reason: String| ConfigError {
-        name,
-        value: value.clone(),
-        reason,
-    };
+/// An entry of an allow-list variable.
+trait Pattern: Sized {
+    /// What an entry names, for the error of a list that names none.
+    const WHAT: &str;
+    fn parse(entry: &str) -> Result<Self, String>;
+}
+
+/// The comma-separated entries of a variable, each read by
+/// [`Pattern::parse`] (unset or blank is `None`, by the field's default);
+/// an error when it names no entry or an entry does not parse.
+fn patterns<'de, D: Deserializer<'de>, P: Pattern>(d: D) -> Result<Option<Vec<P>>, D::Error> {
+    let value = String::deserialize(d)?;
     let entries: Vec<&str> = value
         .split(',')
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .collect();
     if entries.is_empty() {
-        return Err(bad(format!(
-            "names no {what} (leave it unset to allow any)"
+        return Err(D::Error::custom(format!(
+            "names no {} (leave it unset to allow any)",
+            P::WHAT
         )));
     }
-    let parsed = entries.into_iter().map(parse).collect::<Result<_, _>>();
-    parsed.map(Some).map_err(bad)
+    let parsed = entries.into_iter().map(P::parse).collect::<Result<_, _>>();
+    parsed.map(Some).map_err(D::Error::custom)
 }
 
-impl RepoPattern {
+impl Pattern for RepoPattern {
+    const WHAT: &str = "repository";
     fn parse(entry: &str) -> Result<Self, String> {
         let bad = || format!("{entry:?} is not owner/name or owner/*");
         let (owner, name) = entry.split_once('/').ok_or_else(bad)?;
@@ -175,7 +165,8 @@ impl RepoPattern {
     }
 }
 
-impl JobPattern {
+impl Pattern for JobPattern {
+    const WHAT: &str = "job";
     fn parse(entry: &str) -> Result<Self, String> {
         let names = job_names(entry)
             .ok_or_else(|| {
@@ -245,12 +236,22 @@ pub fn parse_repo(text: &str) -> Option<(String, String)> {
 mod tests {
     use super::*;
 
+    use crate::config::{ConfigError, Source, variables};
+
     fn list(repos: Option<&str>, jobs: Option<&str>) -> Result<AllowList, ConfigError> {
-        AllowList::from_lookup(|k| match k {
-            ALLOWED_REPOSITORIES => repos.map(str::to_string),
-            ALLOWED_JENKINS_JOBS => jobs.map(str::to_string),
-            _ => None,
-        })
+        let source: Source = [(ALLOWED_REPOSITORIES, repos), (ALLOWED_JENKINS_JOBS, jobs)]
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?)))
+            .collect();
+        source.load("")
+    }
+
+    #[test]
+    fn the_fields_are_the_two_variables() {
+        assert_eq!(
+            variables::<AllowList>(""),
+            [ALLOWED_REPOSITORIES, ALLOWED_JENKINS_JOBS]
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ use std::{
 };
 
 use anyhow::Context;
+use faultline_shared::config::{ExposeSecret as _, Source};
 use faultline_shared::{
     Settings, StepRecord, StepTask, db, queue,
     storage::{
@@ -61,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
     let committers = env_or("BENCH_COMMITTERS", 8);
 
     let base = Settings::from_env()?;
-    let url = base.database_url.expose().to_string();
+    let url = base.database_url.expose_secret().to_string();
     let (server, _) = url
         .rsplit_once('/')
         .context("DATABASE_URL has no database part")?;
@@ -91,13 +92,9 @@ async fn bench(
     commits: usize,
     committers: usize,
 ) -> anyhow::Result<()> {
-    let settings = Settings::from_lookup(|k| {
-        if k == "DATABASE_URL" {
-            Some(url.to_string())
-        } else {
-            std::env::var(k).ok()
-        }
-    })?;
+    let mut env = Source::env();
+    env.set("DATABASE_URL", url);
+    let settings = Settings::load(&env)?;
     let pool = db::connect(&settings, (committers + 4) as u32).await?;
     db::migrate(&pool).await?;
     queue::install(&settings).await?;
@@ -226,7 +223,7 @@ async fn bench(
     let commit = commit_latency(&pool, commits, committers).await?;
     if settings.queue_backend == faultline_shared::config::QueueBackend::Redis {
         faultline_tests::wipe_redis_namespace(
-            settings.redis_url.expose(),
+            settings.redis_url.expose_secret(),
             &settings.redis_namespace,
         )
         .await?;

@@ -30,6 +30,7 @@ use std::{
 use anyhow::{Context, bail};
 use axum::{Json, Router, extract::State, routing::post};
 use chrono::{DateTime, Utc};
+use faultline_shared::config::{ExposeSecret as _, Source};
 use faultline_shared::{
     Settings,
     config::QueueBackend,
@@ -60,7 +61,7 @@ struct Fake {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let base = Settings::from_env()?;
-    let url = base.database_url.expose().to_string();
+    let url = base.database_url.expose_secret().to_string();
     let (server, _) = url
         .rsplit_once('/')
         .context("DATABASE_URL has no database part")?;
@@ -118,13 +119,9 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     let wipe: String = env_or("CHAOS_REDIS_WIPE", "flushall".to_string());
     let timeout = Duration::from_secs(env_or("CHAOS_TIMEOUT_SECS", 900));
 
-    let settings = Settings::from_lookup(|k| {
-        if k == "DATABASE_URL" {
-            Some(url.to_string())
-        } else {
-            std::env::var(k).ok()
-        }
-    })?;
+    let mut env = Source::env();
+    env.set("DATABASE_URL", url);
+    let settings = Settings::load(&env)?;
     let backend = settings.queue_backend;
     let pool = PgPoolOptions::new()
         .max_connections(4)
@@ -496,13 +493,13 @@ fn restart_postgres() -> String {
 async fn wipe_redis(settings: &Settings, how: &str) -> anyhow::Result<()> {
     match how {
         "flushall" => {
-            let client = redis::Client::open(settings.redis_url.expose())?;
+            let client = redis::Client::open(settings.redis_url.expose_secret())?;
             let mut conn = client.get_multiplexed_async_connection().await?;
             redis::cmd("FLUSHALL").query_async::<()>(&mut conn).await?
         }
         "namespace" => {
             faultline_tests::wipe_redis_namespace(
-                settings.redis_url.expose(),
+                settings.redis_url.expose_secret(),
                 &settings.redis_namespace,
             )
             .await?;

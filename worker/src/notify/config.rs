@@ -1,18 +1,21 @@
-//! Notification settings, read once from the environment. Secrets (the
-//! webhook's HMAC key, the GitHub token) are [`Secret`]s and never print.
+//! Notification settings, read once at start. Secrets (the webhook's HMAC
+//! key, the GitHub token) are [`SecretString`]s and never print.
 
 use std::time::Duration;
 
-use faultline_shared::config::{AllowList, ConfigError, Secret, no_credentials, parse_duration};
+use faultline_shared::config::{
+    AllowList, ConfigError, SecretString, Source, de, no_credentials, variables,
+};
+use serde::{Deserialize, Deserializer, de::Error as _};
 
 #[derive(Debug, Clone)]
 pub struct NotifyConfig {
     /// `NOTIFY_WEBHOOK_URL` + `NOTIFY_WEBHOOK_SECRET`: a generic webhook,
     /// signed `X-Faultline-Signature: sha256=<HMAC-SHA256(body)>`.
-    pub webhook: Option<(String, Secret)>,
+    pub webhook: Option<(String, SecretString)>,
     /// `GITHUB_TOKEN` (+ `GITHUB_API_URL`): a check run on the failed commit,
     /// for events that came from GitHub.
-    pub github: Option<(String, Secret)>,
+    pub github: Option<(String, SecretString)>,
     /// `NOTIFY_ON_REVIEW`: also notify runs that ended in the review queue.
     pub on_review: bool,
     /// `NOTIFY_MAX_ATTEMPTS`: attempts before a notification is dead.
@@ -30,84 +33,126 @@ pub struct NotifyConfig {
     pub allowed: AllowList,
 }
 
+/// Where notifications go; read first: without a target nothing else is.
+/// Every value is trimmed.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Targets {
+    #[serde(rename = "NOTIFY_WEBHOOK_URL", deserialize_with = "de::parsed_some")]
+    webhook_url: Option<String>,
+    #[serde(
+        rename = "NOTIFY_WEBHOOK_SECRET",
+        deserialize_with = "de::trimmed_secret_some"
+    )]
+    webhook_secret: Option<SecretString>,
+    #[serde(rename = "GITHUB_TOKEN", deserialize_with = "de::trimmed_secret_some")]
+    github_token: Option<SecretString>,
+    /// Default: `https://api.github.com`.
+    #[serde(rename = "GITHUB_API_URL", deserialize_with = "de::parsed_some")]
+    github_api_url: Option<String>,
+}
+
+/// How notifications are delivered.
+#[derive(Deserialize)]
+#[serde(default)]
+struct Delivery {
+    #[serde(rename = "NOTIFY_ON_REVIEW", deserialize_with = "true_or_false")]
+    on_review: bool,
+    #[serde(rename = "NOTIFY_MAX_ATTEMPTS", deserialize_with = "attempts")]
+    max_attempts: i32,
+    #[serde(rename = "NOTIFY_RETRY_BASE", deserialize_with = "de::humane")]
+    retry_base: Duration,
+    #[serde(rename = "NOTIFY_RETRY_MAX", deserialize_with = "de::humane")]
+    retry_max: Duration,
+    #[serde(rename = "NOTIFY_TIMEOUT", deserialize_with = "de::humane")]
+    timeout: Duration,
+    #[serde(rename = "NOTIFY_POLL_INTERVAL", deserialize_with = "de::humane")]
+    poll_interval: Duration,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Self {
+            on_review: false,
+            max_attempts: 8,
+            retry_base: Duration::from_secs(2),
+            retry_max: Duration::from_secs(10 * 60),
+            timeout: Duration::from_secs(10),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+fn true_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match String::deserialize(d)?.trim() {
+        "false" | "0" | "no" => Ok(false),
+        "true" | "1" | "yes" => Ok(true),
+        _ => Err(D::Error::custom("must be true or false")),
+    }
+}
+
+fn attempts<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+    match String::deserialize(d)?.trim().parse::<i32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(D::Error::custom("must be an integer >= 1")),
+    }
+}
+
 impl NotifyConfig {
     /// `None` when no target is configured (nothing to deliver to).
-    pub fn from_env() -> Result<Option<Self>, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    pub fn from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Self>, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        let bad = |name: &'static str, value: &str, reason: &str| ConfigError {
-            name,
-            value: value.to_string(),
-            reason: reason.to_string(),
-        };
-        let duration = |name: &'static str, default: &str| {
-            let v = get(name).unwrap_or_else(|| default.to_string());
-            parse_duration(&v).map_err(|e| bad(name, &v, &e))
-        };
-        if let Some(url) = get("NOTIFY_WEBHOOK_URL") {
-            no_credentials("NOTIFY_WEBHOOK_URL", &url)?;
+    pub fn load(source: &Source) -> Result<Option<Self>, ConfigError> {
+        let targets: Targets = source.load("")?;
+        if let Some(url) = &targets.webhook_url {
+            no_credentials("NOTIFY_WEBHOOK_URL", url)?;
         }
-        let webhook = match (get("NOTIFY_WEBHOOK_URL"), get("NOTIFY_WEBHOOK_SECRET")) {
+        let webhook = match (targets.webhook_url, targets.webhook_secret) {
             (None, _) => None,
             (Some(url), _) if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                return Err(bad("NOTIFY_WEBHOOK_URL", &url, "must be an http(s) URL"));
+                return Err(ConfigError::new(
+                    "NOTIFY_WEBHOOK_URL",
+                    url,
+                    "must be an http(s) URL",
+                ));
             }
             (Some(_), None) => {
-                return Err(bad(
+                return Err(ConfigError::new(
                     "NOTIFY_WEBHOOK_SECRET",
                     "",
                     "is required with NOTIFY_WEBHOOK_URL (deliveries are signed)",
                 ));
             }
-            (Some(url), Some(secret)) => Some((url, Secret::new(secret))),
+            (Some(url), Some(secret)) => Some((url, secret)),
         };
-        let github = match get("GITHUB_TOKEN") {
+        let github = match targets.github_token {
             None => None,
             Some(token) => {
-                let api = get("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+                let api = targets
+                    .github_api_url
+                    .unwrap_or_else(|| "https://api.github.com".into());
                 no_credentials("GITHUB_API_URL", &api)?;
-                Some((api.trim_end_matches('/').to_string(), Secret::new(token)))
+                Some((api.trim_end_matches('/').to_string(), token))
             }
         };
         if webhook.is_none() && github.is_none() {
             return Ok(None);
         }
-        let on_review = match get("NOTIFY_ON_REVIEW").as_deref() {
-            None | Some("false" | "0" | "no") => false,
-            Some("true" | "1" | "yes") => true,
-            Some(other) => return Err(bad("NOTIFY_ON_REVIEW", other, "must be true or false")),
-        };
-        let attempts = get("NOTIFY_MAX_ATTEMPTS").unwrap_or_else(|| "8".into());
-        let max_attempts = match attempts.parse::<i32>() {
-            Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(bad(
-                    "NOTIFY_MAX_ATTEMPTS",
-                    &attempts,
-                    "must be an integer >= 1",
-                ));
-            }
-        };
+        let delivery: Delivery = source.load("")?;
         Ok(Some(Self {
             webhook,
             github,
-            on_review,
-            max_attempts,
-            retry_base: duration("NOTIFY_RETRY_BASE", "2s")?,
-            retry_max: duration("NOTIFY_RETRY_MAX", "10m")?,
-            timeout: duration("NOTIFY_TIMEOUT", "10s")?,
-            poll_interval: duration("NOTIFY_POLL_INTERVAL", "1s")?,
+            on_review: delivery.on_review,
+            max_attempts: delivery.max_attempts,
+            retry_base: delivery.retry_base,
+            retry_max: delivery.retry_max,
+            timeout: delivery.timeout,
+            poll_interval: delivery.poll_interval,
             allowed: AllowList::default(),
         }))
+    }
+
+    /// The variables [`NotifyConfig::load`] reads.
+    pub fn variables() -> Vec<String> {
+        [variables::<Targets>(""), variables::<Delivery>("")].concat()
     }
 
     /// Run outcomes that are notified.
@@ -123,14 +168,10 @@ impl NotifyConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
+    use faultline_shared::config::ExposeSecret;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Option<NotifyConfig>, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        NotifyConfig::from_lookup(|k| map.get(k).cloned())
+        NotifyConfig::load(&pairs.iter().copied().collect())
     }
 
     #[test]
@@ -183,5 +224,32 @@ mod tests {
             assert_eq!(err.name, name);
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }
+    }
+
+    #[test]
+    fn values_are_trimmed_and_delivery_settings_are_read_only_with_a_target() {
+        // Nothing to deliver to: a bad delivery setting does not stop the worker.
+        assert!(config(&[("NOTIFY_MAX_ATTEMPTS", "0")]).unwrap().is_none());
+        let c = config(&[
+            ("GITHUB_TOKEN", "  ghp_x \n"),
+            ("GITHUB_API_URL", " https://ghe.example/api/v3/ "),
+            ("NOTIFY_RETRY_MAX", "1.5h"),
+            ("NOTIFY_MAX_ATTEMPTS", " 3 "),
+        ])
+        .unwrap()
+        .unwrap();
+        let (api, token) = c.github.as_ref().unwrap();
+        assert_eq!(api, "https://ghe.example/api/v3");
+        assert_eq!(token.expose_secret(), "ghp_x");
+        assert_eq!(c.retry_max, Duration::from_secs(5400));
+        assert_eq!((c.max_attempts, c.on_review), (3, false));
+        assert_eq!(c.timeout, Duration::from_secs(10));
+        let err = config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_ON_REVIEW", "maybe")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"maybe\" for NOTIFY_ON_REVIEW: must be true or false"
+        );
+        let err = config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_MAX_ATTEMPTS", "2.0")]).unwrap_err();
+        assert_eq!(err.name, "NOTIFY_MAX_ATTEMPTS");
     }
 }

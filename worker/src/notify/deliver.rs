@@ -8,14 +8,18 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use faultline_shared::{Specifics, config::Secret, hex};
+use faultline_shared::{
+    Specifics,
+    config::{ExposeSecret, SecretString},
+    hex,
+};
 
 pub const WEBHOOK: &str = "webhook";
 pub const GITHUB: &str = "github";
 
 /// `sha256=<hex HMAC-SHA256(body, secret)>`, the `X-Faultline-Signature` value.
-pub fn signature(body: &[u8], secret: &Secret) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
+pub fn signature(body: &[u8], secret: &SecretString) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose_secret().as_bytes())
         .expect("HMAC accepts keys of any length");
     mac.update(body);
     format!("sha256={}", hex(&mac.finalize().into_bytes()))
@@ -50,7 +54,7 @@ pub fn payload(delivery: Uuid, kind: &str, run: &RunRow, event: Option<&EventRow
 pub async fn webhook(
     http: &reqwest::Client,
     url: &str,
-    secret: &Secret,
+    secret: &SecretString,
     delivery: Uuid,
     kind: &str,
     body: &[u8],
@@ -75,7 +79,7 @@ pub async fn webhook(
 pub async fn github_check_run(
     http: &reqwest::Client,
     api: &str,
-    token: &Secret,
+    token: &SecretString,
     delivery: Uuid,
     repository: &str,
     head_sha: &str,
@@ -114,7 +118,7 @@ pub async fn github_check_run(
     let url = check_runs_url(api, repository)?;
     let resp = http
         .post(url)
-        .bearer_auth(token.expose())
+        .bearer_auth(token.expose_secret())
         .header("accept", "application/vnd.github+json")
         .header("x-github-api-version", "2022-11-28")
         .header("user-agent", "faultline-notify")
@@ -178,7 +182,7 @@ mod tests {
     #[test]
     fn the_signature_is_hmac_sha256_of_the_body() {
         // The same construction GitHub documents for X-Hub-Signature-256.
-        let secret = Secret::new("It's a Secret to Everybody");
+        let secret = SecretString::from("It's a Secret to Everybody");
         assert_eq!(
             signature(b"Hello, World!", &secret),
             "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"

@@ -9,49 +9,75 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use faultline_shared::config::{self, ALLOWED_REPOSITORIES, AllowList, ConfigError, Secret};
+use faultline_shared::config::{
+    self, ALLOWED_REPOSITORIES, AllowList, ConfigError, ExposeSecret, SecretString, Source, de,
+};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use super::{ApiError, Gate, now_epoch, parse_num, read_at_most, send_error, status_error};
+use super::{ApiError, Gate, now_epoch, read_at_most, send_error, status_error};
 use crate::{http, tools::OUT_OF_SCOPE};
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
 const SERVICE: &str = "GitHub";
 
 /// `GITHUB_*` settings; GitHub is used only when `GITHUB_TOKEN` is set.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
 pub struct GithubConfig {
     /// REST root: `https://api.github.com`, or `https://HOST/api/v3` (GHES).
+    #[serde(rename = "GITHUB_API_URL")]
     pub api_url: String,
-    pub token: Secret,
+    /// Trimmed.
+    #[serde(rename = "GITHUB_TOKEN", deserialize_with = "token")]
+    pub token: SecretString,
     /// Per-read timeout of one request.
+    #[serde(rename = "GITHUB_TIMEOUT_MS", deserialize_with = "de::millis")]
     pub timeout: Duration,
     /// Longest rate-limit reset a call waits for in-process.
+    #[serde(
+        rename = "GITHUB_RATE_LIMIT_MAX_WAIT_SECS",
+        deserialize_with = "de::secs"
+    )]
     pub max_wait: Duration,
 }
 
+impl Default for GithubConfig {
+    fn default() -> Self {
+        Self {
+            api_url: DEFAULT_API_URL.into(),
+            token: SecretString::default(),
+            timeout: Duration::from_millis(20_000),
+            max_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+fn token<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SecretString, D::Error> {
+    Ok(String::deserialize(d)?.trim().into())
+}
+
 impl GithubConfig {
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
-        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        let Some(token) = get("GITHUB_TOKEN") else {
+    /// `None` without a `GITHUB_TOKEN` (then nothing else is read).
+    pub fn load(source: &Source) -> Result<Option<Self>, ConfigError> {
+        if source.get("GITHUB_TOKEN").is_none() {
             return Ok(None);
-        };
-        let api_url = get("GITHUB_API_URL").unwrap_or_else(|| DEFAULT_API_URL.into());
-        config::no_credentials("GITHUB_API_URL", &api_url)?;
-        Url::parse(&api_url).map_err(|e| ConfigError {
-            name: "GITHUB_API_URL",
-            value: api_url.clone(),
-            reason: e.to_string(),
-        })?;
+        }
+        let cfg: Self = source.load("")?;
+        config::no_credentials("GITHUB_API_URL", &cfg.api_url)?;
+        Url::parse(&cfg.api_url)
+            .map_err(|e| ConfigError::new("GITHUB_API_URL", &cfg.api_url, e.to_string()))?;
         Ok(Some(Self {
-            api_url: api_url.trim_end_matches('/').to_string(),
-            token: Secret::new(token.trim()),
-            timeout: Duration::from_millis(parse_num(&get, "GITHUB_TIMEOUT_MS", 20_000)?),
-            max_wait: Duration::from_secs(parse_num(&get, "GITHUB_RATE_LIMIT_MAX_WAIT_SECS", 60)?),
+            api_url: cfg.api_url.trim_end_matches('/').to_string(),
+            ..cfg
         }))
+    }
+
+    /// The variables [`GithubConfig::load`] reads.
+    pub fn variables() -> Vec<String> {
+        config::variables::<Self>("")
     }
 
     /// The GraphQL endpoint that goes with the REST root.
@@ -173,7 +199,7 @@ impl GithubClient {
     }
 
     fn authed(&self, req: RequestBuilder) -> RequestBuilder {
-        req.bearer_auth(self.cfg.token.expose())
+        req.bearer_auth(self.cfg.token.expose_secret())
             .header("accept", "application/vnd.github+json")
             .header("x-github-api-version", "2022-11-28")
     }
@@ -549,7 +575,7 @@ mod tests {
     fn graphql_lives_next_to_the_rest_root() {
         let cfg = |url: &str| GithubConfig {
             api_url: url.into(),
-            token: Secret::new("t"),
+            token: SecretString::from("t"),
             timeout: Duration::from_secs(1),
             max_wait: Duration::from_secs(1),
         };

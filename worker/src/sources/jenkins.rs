@@ -5,13 +5,15 @@
 
 use std::{collections::VecDeque, time::Duration};
 
-use faultline_shared::config::{self, ALLOWED_JENKINS_JOBS, AllowList, ConfigError, Secret};
+use faultline_shared::config::{
+    self, ALLOWED_JENKINS_JOBS, AllowList, ConfigError, ExposeSecret, SecretString, Source, de,
+};
 use reqwest::{Response, Url};
+use serde::Deserialize;
 use sqlx::PgPool;
 
 use super::{
-    ApiError, Gate, jenkins_path::JobPath, now_epoch, parse_num, read_at_most, send_error,
-    status_error,
+    ApiError, Gate, jenkins_path::JobPath, now_epoch, read_at_most, send_error, status_error,
 };
 use crate::{http, tools::OUT_OF_SCOPE};
 
@@ -23,36 +25,68 @@ pub struct JenkinsConfig {
     /// Root of the Jenkins the worker talks to, e.g. `https://ci.example.com/`.
     pub url: Url,
     pub user: Option<String>,
-    pub token: Option<Secret>,
+    pub token: Option<SecretString>,
     /// Most console bytes one `jenkins_console` call keeps.
     pub console_max_bytes: usize,
     /// Per-read timeout of one request.
     pub timeout: Duration,
 }
 
+/// The variables behind [`JenkinsConfig`], as written.
+#[derive(Deserialize)]
+#[serde(default)]
+struct Vars {
+    #[serde(rename = "JENKINS_URL")]
+    url: String,
+    #[serde(rename = "JENKINS_USER", deserialize_with = "de::text_some")]
+    user: Option<String>,
+    #[serde(rename = "JENKINS_API_TOKEN", deserialize_with = "de::secret_some")]
+    token: Option<SecretString>,
+    /// At least 1024.
+    #[serde(rename = "JENKINS_CONSOLE_MAX_BYTES", deserialize_with = "de::parsed")]
+    console_max_bytes: u64,
+    #[serde(rename = "JENKINS_TIMEOUT_MS", deserialize_with = "de::millis")]
+    timeout: Duration,
+}
+
+impl Default for Vars {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            user: None,
+            token: None,
+            console_max_bytes: 256 * 1024,
+            timeout: Duration::from_millis(20_000),
+        }
+    }
+}
+
 impl JenkinsConfig {
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
-        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        let Some(raw) = get("JENKINS_URL") else {
+    /// `None` without a `JENKINS_URL` (then nothing else is read).
+    pub fn load(source: &Source) -> Result<Option<Self>, ConfigError> {
+        if source.get("JENKINS_URL").is_none() {
             return Ok(None);
-        };
-        config::no_credentials("JENKINS_URL", raw.trim())?;
-        let mut url = Url::parse(raw.trim()).map_err(|e| ConfigError {
-            name: "JENKINS_URL",
-            value: raw.clone(),
-            reason: e.to_string(),
-        })?;
+        }
+        let vars: Vars = source.load("")?;
+        config::no_credentials("JENKINS_URL", vars.url.trim())?;
+        let mut url = Url::parse(vars.url.trim())
+            .map_err(|e| ConfigError::new("JENKINS_URL", &vars.url, e.to_string()))?;
         if !url.path().ends_with('/') {
             url.set_path(&format!("{}/", url.path()));
         }
         Ok(Some(Self {
             url,
-            user: get("JENKINS_USER"),
-            token: get("JENKINS_API_TOKEN").map(Secret::new),
-            console_max_bytes: parse_num(&get, "JENKINS_CONSOLE_MAX_BYTES", 256 * 1024)?.max(1024)
-                as usize,
-            timeout: Duration::from_millis(parse_num(&get, "JENKINS_TIMEOUT_MS", 20_000)?),
+            user: vars.user,
+            token: vars.token,
+            console_max_bytes: usize::try_from(vars.console_max_bytes.max(1024))
+                .unwrap_or(usize::MAX),
+            timeout: vars.timeout,
         }))
+    }
+
+    /// The variables [`JenkinsConfig::load`] reads.
+    pub fn variables() -> Vec<String> {
+        config::variables::<Vars>("")
     }
 }
 
@@ -161,7 +195,7 @@ impl JenkinsClient {
             self.gate.pass().await?;
             let mut req = self.http.get(url.clone());
             if let Some(user) = &self.cfg.user {
-                req = req.basic_auth(user, self.cfg.token.as_ref().map(|t| t.expose()));
+                req = req.basic_auth(user, self.cfg.token.as_ref().map(|t| t.expose_secret()));
             }
             let resp = req
                 .send()
@@ -262,11 +296,10 @@ mod tests {
     use super::*;
 
     fn client() -> JenkinsClient {
-        let cfg = JenkinsConfig::from_lookup(|k| {
-            (k == "JENKINS_URL").then(|| "http://jenkins.internal:8080/ci".to_string())
-        })
-        .unwrap()
-        .unwrap();
+        let source = [("JENKINS_URL", "http://jenkins.internal:8080/ci")]
+            .into_iter()
+            .collect();
+        let cfg = JenkinsConfig::load(&source).unwrap().unwrap();
         let pool = sqlx::postgres::PgPoolOptions::new()
             .connect_lazy("postgres://localhost/unused")
             .unwrap();

@@ -17,42 +17,69 @@ pub mod jenkins_path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use faultline_shared::{
-    config::{AllowList, ConfigError},
+    config::{AllowList, ConfigError, Source, de, variables},
     storage::ratelimit,
 };
 use reqwest::StatusCode;
+use serde::Deserialize;
 use sqlx::PgPool;
 
 use crate::http::{RetryHint, RetryPolicy};
 
 /// The CI clients the environment configures, and the log-fetch bounds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
 pub struct SourcesConfig {
+    /// `GITHUB_*`, read as their own group.
+    #[serde(skip)]
     pub github: Option<github::GithubConfig>,
+    /// `JENKINS_*`, read as their own group.
+    #[serde(skip)]
     pub jenkins: Option<jenkins::JenkinsConfig>,
-    /// `FAULTLINE_LOG_FETCH_MAX_BYTES`: longest fetched log stored.
+    /// `FAULTLINE_LOG_FETCH_MAX_BYTES`: longest fetched log stored (at least 1).
+    #[serde(
+        rename = "FAULTLINE_LOG_FETCH_MAX_BYTES",
+        deserialize_with = "de::parsed"
+    )]
     pub fetch_max_bytes: u64,
     /// `FAULTLINE_LOG_FETCH_TIMEOUT_MS`: bound on one whole log fetch.
+    #[serde(
+        rename = "FAULTLINE_LOG_FETCH_TIMEOUT_MS",
+        deserialize_with = "de::millis"
+    )]
     pub fetch_timeout: Duration,
 }
 
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        Self {
+            github: None,
+            jenkins: None,
+            fetch_max_bytes: 256 << 20,
+            fetch_timeout: Duration::from_millis(300_000),
+        }
+    }
+}
+
 impl SourcesConfig {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+    pub fn load(source: &Source) -> Result<Self, ConfigError> {
+        let fetch: Self = source.load("")?;
+        Ok(Self {
+            github: github::GithubConfig::load(source)?,
+            jenkins: jenkins::JenkinsConfig::load(source)?,
+            fetch_max_bytes: fetch.fetch_max_bytes.max(1),
+            ..fetch
+        })
     }
 
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        Ok(Self {
-            github: github::GithubConfig::from_lookup(get)?,
-            jenkins: jenkins::JenkinsConfig::from_lookup(get)?,
-            fetch_max_bytes: parse_num(&get, "FAULTLINE_LOG_FETCH_MAX_BYTES", 256 << 20)?.max(1),
-            fetch_timeout: Duration::from_millis(parse_num(
-                &get,
-                "FAULTLINE_LOG_FETCH_TIMEOUT_MS",
-                300_000,
-            )?),
-        })
+    /// The variables [`SourcesConfig::load`] reads.
+    pub fn variables() -> Vec<String> {
+        [
+            variables::<SourcesConfig>(""),
+            github::GithubConfig::variables(),
+            jenkins::JenkinsConfig::variables(),
+        ]
+        .concat()
     }
 
     /// The clients and the log fetcher, sharing `pool` for the rate-limit
@@ -248,23 +275,4 @@ fn client(read_timeout: Duration) -> reqwest::Client {
         .user_agent(concat!("faultline-worker/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("a reqwest client with timeouts always builds")
-}
-
-/// Optional settings read with [`ConfigError`]s that name the variable.
-fn parse_num(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: u64,
-) -> Result<u64, ConfigError> {
-    match get(name) {
-        None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|e: std::num::ParseIntError| ConfigError {
-                name,
-                value: v.clone(),
-                reason: e.to_string(),
-            }),
-    }
 }

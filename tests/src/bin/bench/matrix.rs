@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use anyhow::{Context, bail};
+use faultline_shared::config::ExposeSecret as _;
 use serde_json::Value;
 
 fn list(name: &str, default: &str) -> Vec<String> {
@@ -110,7 +111,7 @@ fn load_average() -> String {
 /// tables, so no artificial contention) on a scratch database.
 async fn pgbench() -> anyhow::Result<f64> {
     let settings = faultline_shared::Settings::from_env()?;
-    let url = settings.database_url.expose();
+    let url = settings.database_url.expose_secret();
     let (server, _) = url
         .rsplit_once('/')
         .context("DATABASE_URL has no database")?;

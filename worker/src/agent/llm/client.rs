@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use faultline_shared::config::ExposeSecret;
 use serde_json::Value;
 
 use super::{
@@ -78,8 +79,8 @@ async fn once(
     let mut req = http.post(url).json(body);
     if let Some(key) = &cfg.api_key {
         req = match cfg.provider {
-            Provider::OpenAi => req.bearer_auth(key.expose()),
-            Provider::Anthropic => req.header("x-api-key", key.expose()),
+            Provider::OpenAi => req.bearer_auth(key.expose_secret()),
+            Provider::Anthropic => req.header("x-api-key", key.expose_secret()),
         };
     }
     if cfg.provider == Provider::Anthropic {

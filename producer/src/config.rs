@@ -1,11 +1,13 @@
-//! Settings of `faultline serve`, read once from the environment at start.
-//! Webhook secrets are [`Secret`]s: they never appear in logs or `Debug`.
+//! Settings of `faultline serve`, read once at start by the shared loader
+//! (`faultline_shared::config::Source`). Webhook secrets are
+//! [`SecretString`]s: they never appear in logs or `Debug`.
 
 use std::{net::SocketAddr, time::Duration};
 
-use faultline_shared::config::{ConfigError, Secret, parse_duration};
+use faultline_shared::config::{ConfigError, SecretString, Source, de, variables};
+use serde::{Deserialize, Deserializer, de::Error as _};
 
-use super::client::TrustedProxies;
+use crate::proxies::TrustedProxies;
 
 /// Default `FAULTLINE_MAX_BODY_BYTES`: 25 MiB, room for a large inline log.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
@@ -13,149 +15,169 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 /// few tens of KiB; a Jenkins notification with its inline log tail is small too.
 pub const DEFAULT_WEBHOOK_MAX_BODY_BYTES: usize = 1024 * 1024;
 
-#[derive(Debug, Clone)]
+/// Each field's serde name is its variable; every count must be > 0.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
 pub struct ServerConfig {
     /// `FAULTLINE_BIND` (or `--bind`): where to listen; port 0 picks a free port.
+    #[serde(rename = "FAULTLINE_BIND", deserialize_with = "de::parsed")]
     pub bind: SocketAddr,
     /// `FAULTLINE_MAX_BODY_BYTES`: larger request bodies get 413. The REST
     /// API takes a whole log, so its limit is large.
+    #[serde(rename = "FAULTLINE_MAX_BODY_BYTES", deserialize_with = "de::positive")]
     pub max_body_bytes: usize,
     /// `FAULTLINE_WEBHOOK_MAX_BODY_BYTES`: the webhooks' own, smaller limit
     /// (never above `max_body_bytes`). GitHub's signature can only be checked
     /// once the body is read, so this bounds what an unsigned request costs.
+    #[serde(
+        rename = "FAULTLINE_WEBHOOK_MAX_BODY_BYTES",
+        deserialize_with = "de::positive"
+    )]
     pub webhook_max_body_bytes: usize,
     /// `FAULTLINE_HEADER_READ_TIMEOUT`: a request head must arrive within this
     /// (else the connection is closed), so half-sent heads do not pile up.
+    #[serde(
+        rename = "FAULTLINE_HEADER_READ_TIMEOUT",
+        deserialize_with = "de::humane"
+    )]
     pub header_read_timeout: Duration,
     /// `FAULTLINE_BODY_READ_TIMEOUT`: the longest wait for the next piece of
     /// a body (408 after it).
+    #[serde(
+        rename = "FAULTLINE_BODY_READ_TIMEOUT",
+        deserialize_with = "de::humane"
+    )]
     pub body_read_timeout: Duration,
     /// `FAULTLINE_REQUEST_TIMEOUT`: the longest a request may take, body and
     /// handler together (408), so a body dripped slowly cannot hold a slot.
+    #[serde(rename = "FAULTLINE_REQUEST_TIMEOUT", deserialize_with = "de::humane")]
     pub request_timeout: Duration,
     /// `FAULTLINE_MAX_IN_FLIGHT`: requests handled at once; more get 503 at once.
+    #[serde(rename = "FAULTLINE_MAX_IN_FLIGHT", deserialize_with = "de::positive")]
     pub max_in_flight: usize,
     /// `FAULTLINE_MAX_CONNECTIONS`: open connections; more wait in the
     /// listen backlog until one closes.
+    #[serde(
+        rename = "FAULTLINE_MAX_CONNECTIONS",
+        deserialize_with = "de::positive"
+    )]
     pub max_connections: usize,
     /// `FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT`: requests of one client (IPv4
     /// address or IPv6 /64) handled at once; more get 503 with `Retry-After`.
     /// 16 of the 256: a client needs 16 addresses to fill the server.
+    #[serde(
+        rename = "FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT",
+        deserialize_with = "de::positive"
+    )]
     pub max_in_flight_per_client: usize,
     /// `FAULTLINE_MAX_CONNECTIONS_PER_CLIENT`: open connections of one client
     /// (trusted proxies exempt); more are closed at once. 32 of the 1,024:
     /// twice its in-flight share, room for idle keep-alive connections.
+    #[serde(
+        rename = "FAULTLINE_MAX_CONNECTIONS_PER_CLIENT",
+        deserialize_with = "de::positive"
+    )]
     pub max_connections_per_client: usize,
     /// `FAULTLINE_MIN_BODY_RATE`: bytes/s a request body must average, after
     /// `min_body_rate_grace` of waiting for it (408 below). 240 as Kestrel.
+    #[serde(rename = "FAULTLINE_MIN_BODY_RATE", deserialize_with = "de::positive")]
     pub min_body_rate: u64,
     /// `FAULTLINE_MIN_BODY_RATE_GRACE`: how long a body may arrive at any rate.
+    #[serde(
+        rename = "FAULTLINE_MIN_BODY_RATE_GRACE",
+        deserialize_with = "de::humane"
+    )]
     pub min_body_rate_grace: Duration,
     /// `FAULTLINE_TRUSTED_PROXIES`: comma-separated addresses or CIDRs of
     /// reverse proxies; from them the client is the right-most untrusted
     /// `X-Forwarded-For` address. Unset: the header is ignored.
+    #[serde(rename = "FAULTLINE_TRUSTED_PROXIES", deserialize_with = "proxies")]
     pub trusted_proxies: TrustedProxies,
     /// `FAULTLINE_AUTH_MAX_FAILURES`: wrong API or Jenkins tokens one client
-    /// address may present per `auth_failure_window` before it gets 429.
+    /// address may present per `auth_failure_window` before it gets 429
+    /// (beyond `u32::MAX`: `u32::MAX`).
+    #[serde(
+        rename = "FAULTLINE_AUTH_MAX_FAILURES",
+        deserialize_with = "saturating_u32"
+    )]
     pub auth_max_failures: u32,
     /// `FAULTLINE_AUTH_FAILURE_WINDOW`: the window of `auth_max_failures`.
+    #[serde(
+        rename = "FAULTLINE_AUTH_FAILURE_WINDOW",
+        deserialize_with = "de::humane"
+    )]
     pub auth_failure_window: Duration,
     /// `FAULTLINE_HTTP_DB_CONNECTIONS`: Postgres pool size of the server.
+    #[serde(
+        rename = "FAULTLINE_HTTP_DB_CONNECTIONS",
+        deserialize_with = "de::positive"
+    )]
     pub db_connections: u32,
     /// `GITHUB_WEBHOOK_SECRET`: HMAC key of `X-Hub-Signature-256`; unset
     /// disables `/webhooks/github` (503).
-    pub github_secret: Option<Secret>,
+    #[serde(rename = "GITHUB_WEBHOOK_SECRET", deserialize_with = "de::secret_some")]
+    pub github_secret: Option<SecretString>,
     /// `JENKINS_WEBHOOK_TOKEN`: shared token of `/webhooks/jenkins`; unset
     /// disables it (503).
-    pub jenkins_token: Option<Secret>,
+    #[serde(rename = "JENKINS_WEBHOOK_TOKEN", deserialize_with = "de::secret_some")]
+    pub jenkins_token: Option<SecretString>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            webhook_max_body_bytes: DEFAULT_WEBHOOK_MAX_BODY_BYTES,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(60),
+            max_in_flight: 256,
+            max_connections: 1024,
+            max_in_flight_per_client: 16,
+            max_connections_per_client: 32,
+            min_body_rate: 240,
+            min_body_rate_grace: Duration::from_secs(5),
+            trusted_proxies: TrustedProxies::default(),
+            auth_max_failures: 10,
+            auth_failure_window: Duration::from_secs(60),
+            db_connections: 16,
+            github_secret: None,
+            jenkins_token: None,
+        }
+    }
+}
+
+fn proxies<'de, D: Deserializer<'de>>(d: D) -> Result<TrustedProxies, D::Error> {
+    TrustedProxies::parse(&String::deserialize(d)?).map_err(D::Error::custom)
+}
+
+fn saturating_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    de::positive(d).map(|n: u64| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 impl ServerConfig {
-    /// Reads the settings from the process environment.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// Reads the settings through `lookup` (the environment, or a map in tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let parse = |name: &'static str, default: &str| -> Result<u64, ConfigError> {
-            let value = get(name).unwrap_or_else(|| default.to_string());
-            match value.trim().parse::<u64>() {
-                Ok(n) if n > 0 => Ok(n),
-                Ok(_) => Err(invalid(name, &value, "must be > 0")),
-                Err(e) => Err(invalid(name, &value, &e.to_string())),
-            }
-        };
-        let bind_text = get("FAULTLINE_BIND").unwrap_or_else(|| "127.0.0.1:8080".into());
-        let bind = bind_text
-            .trim()
-            .parse()
-            .map_err(|e: std::net::AddrParseError| {
-                invalid("FAULTLINE_BIND", &bind_text, &e.to_string())
-            })?;
-        let max_body = parse(
-            "FAULTLINE_MAX_BODY_BYTES",
-            &DEFAULT_MAX_BODY_BYTES.to_string(),
-        )?;
-        let db_connections = parse("FAULTLINE_HTTP_DB_CONNECTIONS", "16")?;
-        let duration = |name: &'static str, default: &str| -> Result<Duration, ConfigError> {
-            let value = get(name).unwrap_or_else(|| default.to_string());
-            parse_duration(&value).map_err(|e| invalid(name, &value, &e))
-        };
-        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    /// Reads the settings from `source`.
+    pub fn load(source: &Source) -> Result<Self, ConfigError> {
+        let config: Self = source.load("")?;
         Ok(Self {
-            bind,
-            max_body_bytes: size(max_body),
-            webhook_max_body_bytes: size(parse(
-                "FAULTLINE_WEBHOOK_MAX_BODY_BYTES",
-                &DEFAULT_WEBHOOK_MAX_BODY_BYTES.to_string(),
-            )?)
-            .min(size(max_body)),
-            header_read_timeout: duration("FAULTLINE_HEADER_READ_TIMEOUT", "10s")?,
-            body_read_timeout: duration("FAULTLINE_BODY_READ_TIMEOUT", "15s")?,
-            request_timeout: duration("FAULTLINE_REQUEST_TIMEOUT", "60s")?,
-            max_in_flight: size(parse("FAULTLINE_MAX_IN_FLIGHT", "256")?),
-            max_connections: size(parse("FAULTLINE_MAX_CONNECTIONS", "1024")?),
-            max_in_flight_per_client: size(parse("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "16")?),
-            max_connections_per_client: size(parse("FAULTLINE_MAX_CONNECTIONS_PER_CLIENT", "32")?),
-            min_body_rate: parse("FAULTLINE_MIN_BODY_RATE", "240")?,
-            min_body_rate_grace: duration("FAULTLINE_MIN_BODY_RATE_GRACE", "5s")?,
-            trusted_proxies: {
-                let text = get("FAULTLINE_TRUSTED_PROXIES").unwrap_or_default();
-                TrustedProxies::parse(&text)
-                    .map_err(|e| invalid("FAULTLINE_TRUSTED_PROXIES", &text, &e))?
-            },
-            auth_max_failures: u32::try_from(parse("FAULTLINE_AUTH_MAX_FAILURES", "10")?)
-                .unwrap_or(u32::MAX),
-            auth_failure_window: duration("FAULTLINE_AUTH_FAILURE_WINDOW", "1m")?,
-            db_connections: u32::try_from(db_connections)
-                .map_err(|e| invalid("FAULTLINE_HTTP_DB_CONNECTIONS", "", &e.to_string()))?,
-            github_secret: get("GITHUB_WEBHOOK_SECRET").map(Secret::new),
-            jenkins_token: get("JENKINS_WEBHOOK_TOKEN").map(Secret::new),
+            webhook_max_body_bytes: config.webhook_max_body_bytes.min(config.max_body_bytes),
+            ..config
         })
     }
-}
 
-fn invalid(name: &'static str, value: &str, reason: &str) -> ConfigError {
-    ConfigError {
-        name,
-        value: value.to_string(),
-        reason: reason.to_string(),
+    /// The variables [`ServerConfig::load`] reads.
+    pub fn variables() -> Vec<String> {
+        variables::<Self>("")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn config(pairs: &[(&str, &str)]) -> Result<ServerConfig, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        ServerConfig::from_lookup(|k| map.get(k).cloned())
+        ServerConfig::load(&pairs.iter().copied().collect())
     }
 
     #[test]
@@ -203,5 +225,39 @@ mod tests {
         .unwrap();
         let shown = format!("{c:?}");
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn counts_are_integers_above_zero_and_values_are_trimmed() {
+        let c = config(&[
+            ("FAULTLINE_BIND", " [::1]:0 "),
+            ("FAULTLINE_AUTH_MAX_FAILURES", "99999999999"),
+            ("FAULTLINE_HTTP_DB_CONNECTIONS", " 4 "),
+            ("FAULTLINE_REQUEST_TIMEOUT", "1.5m"),
+        ])
+        .unwrap();
+        assert_eq!(c.bind.to_string(), "[::1]:0");
+        assert_eq!(c.auth_max_failures, u32::MAX);
+        assert_eq!(c.db_connections, 4);
+        assert_eq!(c.request_timeout, Duration::from_secs(90));
+        for (name, value, reason) in [
+            ("FAULTLINE_MAX_IN_FLIGHT", "0", "must be > 0"),
+            (
+                "FAULTLINE_MAX_IN_FLIGHT",
+                "2.5",
+                "invalid digit found in string",
+            ),
+            (
+                "FAULTLINE_MIN_BODY_RATE",
+                "-1",
+                "invalid digit found in string",
+            ),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("invalid value \"{value}\" for {name}: {reason}")
+            );
+        }
     }
 }
