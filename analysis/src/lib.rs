@@ -9,6 +9,8 @@
 //!   signature classifier.
 //! - [`diagnose`]: the diagnosis of a failure: category from what produced
 //!   the failing lines, the lines, the specifics, a confidence.
+//! - [`tool`]: the agent's tool names and the observations its tools
+//!   journal, one serde type per tool.
 //! - [`Category`]: the failure categories.
 
 mod category;
@@ -16,6 +18,7 @@ pub mod diagnose;
 pub mod kb;
 pub mod logs;
 pub mod text;
+pub mod tool;
 
 pub use category::Category;
 

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use faultline_shared::{
     Specifics,
-    diagnose::Facts,
     storage::{events, review, runs, steps},
+    tool::{self, Observed, ToolName},
+    types::FINAL_ANSWER,
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -172,60 +173,46 @@ pub fn specifics_of(answer: &Value) -> Specifics {
     serde_json::from_value(answer["specifics"].clone()).unwrap_or_default()
 }
 
-/// A one-paragraph human summary of an observation.
+/// A one-paragraph human summary of an observation. An observation that
+/// does not read as its tool's type is summarised as one that found
+/// nothing, as a missing key always was.
 fn summarize(action: &str, obs: &Value) -> String {
-    if let Some(err) = obs["error"].as_str() {
+    let observed = Observed(obs);
+    if let Some(err) = observed.error() {
         return format!("error: {err}");
     }
-    let obs = if obs.get("cached_from_iteration").is_some() {
-        &obs["result"]
-    } else {
-        obs
-    };
-    match action {
-        "log_excerpt" => {
-            let cls = &obs["classification"];
-            let lines: Vec<String> = obs["lines"]
-                .as_array()
-                .into_iter()
-                .flatten()
+    let result = observed.result();
+    match action.parse::<ToolName>() {
+        Ok(ToolName::LogExcerpt) => {
+            let e: tool::LogExcerpt = Observed(result).parse().unwrap_or_default();
+            let cls = &e.classification;
+            let lines: Vec<String> = e
+                .lines
+                .iter()
                 .take(8)
-                .map(|l| {
-                    format!(
-                        "\n      {:>6}: {}",
-                        l["n"],
-                        l["text"].as_str().unwrap_or("")
-                    )
-                })
+                .map(|l| format!("\n      {:>6}: {}", l.n, l.text))
                 .collect();
-            let names = serde_json::from_value::<Facts>(cls["facts"].clone())
-                .ok()
-                .and_then(|f| f.sentence())
+            let names = cls
+                .facts
+                .sentence()
                 .map(|s| format!("; names {s}"))
                 .unwrap_or_default();
             format!(
                 "{} of {} lines; signals {} ({:.2}){names}; fingerprint {}{}",
-                obs["lines"].as_array().map_or(0, Vec::len),
-                obs["total_lines"],
-                cls["category"].as_str().unwrap_or("?"),
-                cls["confidence"].as_f64().unwrap_or(0.0),
-                obs["fingerprint"].as_str().unwrap_or("-"),
+                e.lines.len(),
+                e.total_lines,
+                cls.category,
+                cls.confidence,
+                e.fingerprint,
                 lines.concat()
             )
         }
-        "search_knowledge" => {
-            let m: Vec<String> = obs["matches"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|m| {
-                    format!(
-                        "{} ({}, {:.2})",
-                        m["slug"].as_str().unwrap_or(""),
-                        m["category"].as_str().unwrap_or(""),
-                        m["rank"].as_f64().unwrap_or(0.0)
-                    )
-                })
+        Ok(ToolName::SearchKnowledge) => {
+            let k: tool::SearchKnowledge = Observed(result).parse().unwrap_or_default();
+            let m: Vec<String> = k
+                .matches
+                .iter()
+                .map(|m| format!("{} ({}, {:.2})", m.slug, m.category, m.rank))
                 .collect();
             if m.is_empty() {
                 "no knowledge-base match".into()
@@ -233,21 +220,19 @@ fn summarize(action: &str, obs: &Value) -> String {
                 m.join(", ")
             }
         }
-        "similar_failures" => {
-            let m: Vec<String> = obs["matches"]
-                .as_array()
-                .into_iter()
-                .flatten()
+        Ok(ToolName::SimilarFailures) => {
+            let found: tool::SimilarFailures = Observed(result).parse().unwrap_or_default();
+            let m: Vec<String> = found
+                .matches
+                .iter()
                 .map(|m| {
                     format!(
                         "{} {} ({}, {:.2}{})",
-                        m["category"].as_str().unwrap_or("?"),
-                        m["run_id"].as_str().unwrap_or(""),
-                        m["tier"]
-                            .as_str()
-                            .unwrap_or(m["source"].as_str().unwrap_or("?")),
-                        m["score"].as_f64().unwrap_or(1.0),
-                        if m["human_confirmed"] == true {
+                        m.category().unwrap_or("?"),
+                        m.run_id().unwrap_or(""),
+                        m.tier().unwrap_or(m.source().unwrap_or("?")),
+                        m.score().unwrap_or(1.0),
+                        if m.human_confirmed() {
                             ", confirmed"
                         } else {
                             ""
@@ -255,17 +240,16 @@ fn summarize(action: &str, obs: &Value) -> String {
                     )
                 })
                 .collect();
-            let below: Vec<String> = obs["below_relevance_floor"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let below: Vec<String> = found
+                .below_relevance_floor
+                .iter()
                 .map(|m| {
                     format!(
                         "{} {} ({}, {:.2})",
-                        m["category"].as_str().unwrap_or("?"),
-                        m["run_id"].as_str().unwrap_or(""),
-                        m["tier"].as_str().unwrap_or("?"),
-                        m["score"].as_f64().unwrap_or(0.0),
+                        m.category().unwrap_or("?"),
+                        m.run_id().unwrap_or(""),
+                        m.tier().unwrap_or("?"),
+                        m.score().unwrap_or(0.0),
                     )
                 })
                 .collect();
@@ -280,32 +264,54 @@ fn summarize(action: &str, obs: &Value) -> String {
                 format!("{listed}; below relevance floor: {}", below.join(", "))
             }
         }
-        "failure_history" => {
-            let h = &obs["history"];
+        Ok(ToolName::FailureHistory) => {
+            let h = Observed(result)
+                .parse::<tool::FailureHistory>()
+                .unwrap_or_default()
+                .history;
             format!(
                 "{} failure(s), {} pass(es), {} consecutive failure(s){}; last passing commit {}",
-                h["failures"],
-                h["passes"],
-                h["consecutive_failures"],
-                if h["flaky"] == true { ", flaky" } else { "" },
-                h["last_passing_commit"].as_str().unwrap_or("-")
+                h.failures,
+                h.passes,
+                h.consecutive_failures,
+                if h.flaky { ", flaky" } else { "" },
+                h.last_passing_commit.as_deref().unwrap_or("-")
             )
         }
-        "final_answer" => {
-            let specifics: Vec<String> = specifics_of(&obs["answer"])
+        _ if action == FINAL_ANSWER => {
+            let step: AnswerStep = Observed(result).parse().unwrap_or_default();
+            let specifics: Vec<String> = specifics_of(&step.answer)
                 .lines()
                 .into_iter()
                 .map(|(label, text)| format!("\n      {label}: {text}"))
                 .collect();
+            let answer: AnswerSummary = Observed(&step.answer).parse().unwrap_or_default();
             format!(
                 "verdict {} at confidence {:.2}: {} — {}{}",
-                obs["verdict"].as_str().unwrap_or("?"),
-                obs["confidence"].as_f64().unwrap_or(0.0),
-                obs["answer"]["category"].as_str().unwrap_or("?"),
-                obs["answer"]["root_cause"].as_str().unwrap_or(""),
+                step.verdict.as_deref().unwrap_or("?"),
+                step.confidence,
+                answer.category.as_deref().unwrap_or("?"),
+                answer.root_cause,
                 specifics.concat()
             )
         }
-        _ => obs.to_string(),
+        _ => result.to_string(),
     }
+}
+
+/// What `trace` shows of a final answer's step: the verdict and the answer.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AnswerStep {
+    verdict: Option<String>,
+    confidence: f64,
+    answer: Value,
+}
+
+/// The category and root cause of a stored answer.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AnswerSummary {
+    category: Option<String>,
+    root_cause: String,
 }

@@ -24,7 +24,7 @@ pub mod storage;
 pub mod telemetry;
 pub mod types;
 
-pub use faultline_analysis::{diagnose, hex, kb, logs, text};
+pub use faultline_analysis::{diagnose, hex, kb, logs, text, tool};
 
 pub use config::Settings;
 pub use specifics::Specifics;

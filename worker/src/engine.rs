@@ -35,6 +35,7 @@ use faultline_shared::{
     },
     telemetry,
     text::{self, JsonBounds},
+    tool::{LogExcerpt, Observed, SimilarFailures},
     types::{FINAL_ANSWER, INVALID_RESPONSE, RunStatus},
 };
 use serde_json::{Value, json};
@@ -51,7 +52,7 @@ use crate::{
     },
     failure::Failure,
     sources::fetch::LogFetcher,
-    tools::{ToolBelt, ToolContext, ToolError},
+    tools::{ToolBelt, ToolContext, ToolError, ToolName},
 };
 
 /// What happened to one step task.
@@ -435,13 +436,7 @@ impl Engine {
         let tool_started = Instant::now();
         let (observation, tool_audit) = self.act(run, iteration, journal, &tool, &input).await?;
         let tool_ms = tool_started.elapsed().as_millis() as i32;
-        let fingerprint = observation["fingerprint"]
-            .as_str()
-            .filter(|f| !f.is_empty())
-            .map(str::to_string);
-        let failure_text = fingerprint
-            .as_ref()
-            .and_then(|_| similar_text(&observation));
+        let (fingerprint, failure_text) = fingerprint_of(&tool, &observation);
         let record = StepRecord {
             iteration,
             thought,
@@ -772,14 +767,36 @@ fn routed(
     (next, observation)
 }
 
+/// The failure's fingerprint as a step observed it, and the normalised
+/// text of the lines it was computed from: a `log_excerpt` computes both, a
+/// `similar_failures` names the fingerprint it looked up. Nothing from any
+/// other step, a failed call, or an observation of another shape.
+fn fingerprint_of(tool: &str, observation: &Value) -> (Option<String>, Option<String>) {
+    let observed = Observed(observation);
+    let (fingerprint, error_lines) = match tool.parse::<ToolName>() {
+        Ok(ToolName::LogExcerpt) => match observed.parse::<LogExcerpt>() {
+            Some(e) => (e.fingerprint, e.error_lines),
+            None => return (None, None),
+        },
+        Ok(ToolName::SimilarFailures) => match observed.parse::<SimilarFailures>() {
+            Some(s) => (s.fingerprint, Vec::new()),
+            None => return (None, None),
+        },
+        _ => return (None, None),
+    };
+    let fingerprint = Some(fingerprint).filter(|f| !f.is_empty());
+    let failure_text = fingerprint
+        .as_ref()
+        .and_then(|_| similar_text(&error_lines));
+    (fingerprint, failure_text)
+}
+
 /// The normalised text of the lines a fingerprint was computed from (the
 /// error library's text tier), one line each.
-fn similar_text(observation: &Value) -> Option<String> {
-    let lines: Vec<String> = observation["error_lines"]
-        .as_array()?
+fn similar_text(error_lines: &[String]) -> Option<String> {
+    let lines: Vec<String> = error_lines
         .iter()
-        .filter_map(Value::as_str)
-        .map(faultline_shared::logs::normalize)
+        .map(|l| faultline_shared::logs::normalize(l))
         .filter(|l| !l.is_empty())
         .collect();
     (!lines.is_empty())

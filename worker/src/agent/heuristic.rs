@@ -6,15 +6,17 @@
 //! when verification asked it to self-correct, and answers with citations of
 //! what it observed.
 
-use faultline_shared::{Category, Evidence, StepRecord, kb, types::FINAL_ANSWER};
+use faultline_shared::{
+    Category, Evidence, StepRecord, kb,
+    tool::{LogExcerpt, Observed, SearchKnowledge, SimilarFailures},
+    types::FINAL_ANSWER,
+};
 use serde_json::{Value, json};
 
 use futures::future::BoxFuture;
 
 use super::{AgentState, Decision, Draft, Reasoned, Reasoner, routing, specifics, verify};
-use crate::tools::{
-    FAILURE_HISTORY, LOG_EXCERPT, REVIEW_RESOLUTION, SEARCH_KNOWLEDGE, SIMILAR_FAILURES,
-};
+use crate::tools::ToolName;
 
 /// The reasoner's own confidence in an answer a reviewer confirmed for the
 /// same fingerprint: with the resolution's retrieval strength (0.95) and
@@ -41,19 +43,19 @@ impl HeuristicReasoner {
     /// The next step, from the journal alone (pure and deterministic).
     pub fn plan(&self, state: &AgentState<'_>) -> Decision {
         let excerpt = state
-            .observations_of(LOG_EXCERPT)
+            .observations_of(ToolName::LogExcerpt)
             .find(|s| s.action_input["mode"] != "tail");
         let Some(excerpt) = excerpt.filter(|_| true) else {
             if !state.must_answer() {
                 return act(
                     "Start from the log: find the lines that explain the failure.",
-                    LOG_EXCERPT,
+                    ToolName::LogExcerpt,
                     json!({"mode": "failure"}),
                 );
             }
             return answer_without_evidence(state);
         };
-        let category = category_of(&excerpt.observation["classification"]);
+        let category = excerpt_of(excerpt).classification.category;
 
         // Gather what the routing table says is worth it for this category.
         if !state.must_answer() {
@@ -70,12 +72,12 @@ impl HeuristicReasoner {
             .iter()
             .any(|s| s.action == FINAL_ANSWER && !s.is_final);
         let explored_tail = state
-            .observations_of(LOG_EXCERPT)
+            .observations_of(ToolName::LogExcerpt)
             .any(|s| s.action_input["mode"] == "tail");
         if asked_to_self_correct && !explored_tail && !state.must_answer() {
             return act(
                 "Verification found the answer weak; read the end of the log for the final error and exit status.",
-                LOG_EXCERPT,
+                ToolName::LogExcerpt,
                 json!({"mode": "tail", "max_lines": 60}),
             );
         }
@@ -90,49 +92,52 @@ impl HeuristicReasoner {
 /// The thought and arguments of a routed call, or `None` when the journal
 /// gives nothing to call it with (no fingerprint, no file location, …).
 fn call_for(
-    tool: &str,
+    tool: ToolName,
     state: &AgentState<'_>,
     excerpt: &StepRecord,
     category: Category,
 ) -> Option<(String, Value)> {
-    let obs = &excerpt.observation;
+    let obs = excerpt_of(excerpt);
     let event = state.event;
-    let location = || source_location(obs);
+    let location = || source_location(&obs.error_lines);
     match tool {
-        SEARCH_KNOWLEDGE => Some((
+        ToolName::SearchKnowledge => Some((
             format!(
                 "The excerpt points to {category}; look up documented patterns that match its signals."
             ),
-            json!({"query": knowledge_query(obs), "limit": 5}),
+            json!({"query": knowledge_query(&obs), "limit": 5}),
         )),
-        SIMILAR_FAILURES => {
-            let fingerprint = obs["fingerprint"].as_str().filter(|f| !f.is_empty())?;
+        ToolName::SimilarFailures => {
+            let fingerprint = Some(obs.fingerprint.as_str()).filter(|f| !f.is_empty())?;
             Some((
                 "Check the error library: was this failure (same fingerprint or similar text) analysed before?".into(),
                 json!({"fingerprint": fingerprint}),
             ))
         }
-        FAILURE_HISTORY => (event.job_name.is_some() || event.test_name.is_some()).then(|| {
-            (
-                "Is this failure flaky or newly broken? Read the job's and test's history.".into(),
-                json!({}),
-            )
-        }),
-        routing::GITHUB_FILE if event.repository.is_some() => {
+        ToolName::FailureHistory => {
+            (event.job_name.is_some() || event.test_name.is_some()).then(|| {
+                (
+                    "Is this failure flaky or newly broken? Read the job's and test's history."
+                        .into(),
+                    json!({}),
+                )
+            })
+        }
+        ToolName::GithubFile if event.repository.is_some() => {
             let (path, line) = location()?;
             Some((
                 format!("Retrieval is weak; read the code at {path}:{line} where the log points."),
                 json!({"path": path, "line": line}),
             ))
         }
-        routing::GITHUB_BLAME if event.repository.is_some() => {
+        ToolName::GithubBlame if event.repository.is_some() => {
             let (path, line) = location()?;
             Some((
                 format!("Who last changed {path}:{line}?"),
                 json!({"path": path, "start_line": line, "end_line": line}),
             ))
         }
-        routing::GITHUB_COMMITS if event.repository.is_some() => {
+        ToolName::GithubCommits if event.repository.is_some() => {
             let input = match location() {
                 Some((path, _)) => json!({"path": path, "limit": 10}),
                 None => json!({"limit": 10}),
@@ -142,7 +147,7 @@ fn call_for(
                 input,
             ))
         }
-        routing::JENKINS_CONSOLE if event.source == "jenkins" => Some((
+        ToolName::JenkinsConsole if event.source == "jenkins" => Some((
             "Read the end of the Jenkins console for the final error and exit status.".into(),
             json!({"part": "tail"}),
         )),
@@ -152,24 +157,20 @@ fn call_for(
 }
 
 /// The first repository-relative `path:line` in the failure's key lines.
-fn source_location(observation: &Value) -> Option<(String, u64)> {
+fn source_location(error_lines: &[String]) -> Option<(String, u64)> {
     static LOCATION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"(?:^|[\s('\x22])([A-Za-z0-9_][\w.-]*(?:/[\w.-]+)*\.[A-Za-z]{1,8}):(\d+)",
         )
         .expect("valid regex")
     });
-    observation["error_lines"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .find_map(|line| {
-            let c = LOCATION.captures(line)?;
-            Some((c[1].to_string(), c[2].parse().ok()?))
-        })
+    error_lines.iter().find_map(|line| {
+        let c = LOCATION.captures(line)?;
+        Some((c[1].to_string(), c[2].parse().ok()?))
+    })
 }
 
-fn act(thought: &str, tool: &str, input: Value) -> Decision {
+fn act(thought: &str, tool: ToolName, input: Value) -> Decision {
     Decision::Act {
         thought: thought.to_string(),
         tool: tool.to_string(),
@@ -177,40 +178,26 @@ fn act(thought: &str, tool: &str, input: Value) -> Decision {
     }
 }
 
-fn category_of(classification: &Value) -> Category {
-    classification["category"]
-        .as_str()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(Category::Unknown)
+/// A `log_excerpt` step's observation; one that does not read as one is
+/// an excerpt that found nothing.
+fn excerpt_of(step: &StepRecord) -> LogExcerpt {
+    Observed(&step.observation).parse().unwrap_or_default()
 }
 
 /// Query words for the knowledge base: the keywords of the matched patterns,
 /// else the words of the strongest excerpt lines.
-fn knowledge_query(observation: &Value) -> String {
+fn knowledge_query(observation: &LogExcerpt) -> String {
     let mut words: Vec<String> = Vec::new();
-    for hit in observation["classification"]["hits"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .take(3)
-    {
-        let slug = hit["slug"].as_str().unwrap_or_default();
-        if let Some(entry) = kb::builtin().iter().find(|e| e.slug == slug) {
+    for hit in observation.classification.hits.iter().take(3) {
+        if let Some(entry) = kb::builtin().iter().find(|e| e.slug == hit.slug) {
             words.extend(entry.keywords.iter().cloned());
             words.extend(entry.title.split_whitespace().map(str::to_string));
         }
     }
     if words.is_empty() {
-        for line in observation["error_lines"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(3)
-        {
+        for line in observation.error_lines.iter().take(3) {
             words.extend(
-                line.as_str()
-                    .unwrap_or_default()
-                    .split(|c: char| !c.is_alphabetic())
+                line.split(|c: char| !c.is_alphabetic())
                     .filter(|w| w.len() >= 4)
                     .map(|w| w.to_lowercase()),
             );
@@ -243,26 +230,25 @@ fn answer_without_evidence(state: &AgentState<'_>) -> Decision {
 fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     // A tail exploration after self-correction may classify better.
     let tail = state
-        .observations_of(LOG_EXCERPT)
+        .observations_of(ToolName::LogExcerpt)
         .filter(|s| s.action_input["mode"] == "tail")
         .last();
     let mut chosen = excerpt;
-    let mut cls = &excerpt.observation["classification"];
+    let mut read = excerpt_of(excerpt);
     if let Some(t) = tail {
-        let tail_cls = &t.observation["classification"];
-        if tail_cls["confidence"].as_f64().unwrap_or(0.0)
-            > cls["confidence"].as_f64().unwrap_or(0.0)
-        {
+        let tail_read = excerpt_of(t);
+        if tail_read.classification.confidence > read.classification.confidence {
             chosen = t;
-            cls = tail_cls;
+            read = tail_read;
         }
     }
-    let mut category = category_of(cls);
-    let mut self_confidence = cls["confidence"].as_f64().unwrap_or(0.0) as f32;
+    let cls = &read.classification;
+    let mut category = cls.category;
+    let mut self_confidence = cls.confidence;
     let mut evidence = Vec::new();
-    let hits = cls["hits"].as_array().cloned().unwrap_or_default();
+    let hits = &cls.hits;
     for hit in hits.iter().take(3) {
-        if let Some(line) = hit["line"].as_str() {
+        if let Some(line) = &hit.line {
             evidence.push(Evidence {
                 iteration: chosen.iteration,
                 quote: quote(line),
@@ -270,10 +256,7 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
         }
     }
     if evidence.is_empty()
-        && let Some(line) = chosen.observation["error_lines"]
-            .as_array()
-            .and_then(|l| l.first())
-            .and_then(Value::as_str)
+        && let Some(line) = read.error_lines.first()
     {
         evidence.push(Evidence {
             iteration: chosen.iteration,
@@ -283,40 +266,37 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
 
     // The error library: past analyses of the same or a similar failure.
     let mut confirmed: Option<(String, String, String)> = None;
-    let similar = state.observations_of(SIMILAR_FAILURES).last();
+    let similar = state.observations_of(ToolName::SimilarFailures).last();
     if let Some(similar) = similar {
-        let matches = similar.observation["matches"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let matches = Observed(&similar.observation)
+            .parse::<SimilarFailures>()
+            .unwrap_or_default()
+            .matches;
         // A reviewer already decided what this fingerprint is: adopt their
         // answer and cite the resolution (verification counts it as the
         // strongest retrieval there is).
-        if let Some(human) = matches.iter().find(|m| m["source"] == REVIEW_RESOLUTION)
-            && let Some(human_category) = human["category"].as_str().and_then(|c| c.parse().ok())
+        if let Some(human) = matches.iter().find(|m| m.is_review_resolution())
+            && let Some(human_category) = human.category().and_then(|c| c.parse().ok())
         {
             category = human_category;
             self_confidence = self_confidence.max(HUMAN_CONFIRMED_SELF);
-            if let Some(id) = human["resolution_id"].as_str() {
+            if let Some(id) = human.resolution_id() {
                 evidence.push(Evidence {
                     iteration: similar.iteration,
                     quote: id.to_string(),
                 });
             }
             confirmed = Some((
-                human["root_cause"].as_str().unwrap_or_default().to_string(),
-                human["fix"].as_str().unwrap_or_default().to_string(),
-                human["resolved_by"]
-                    .as_str()
-                    .unwrap_or("a reviewer")
-                    .to_string(),
+                human.root_cause().unwrap_or_default().to_string(),
+                human.fix().unwrap_or_default().to_string(),
+                human.resolved_by().unwrap_or("a reviewer").to_string(),
             ));
         }
         if category == Category::Unknown
             && let Some(first) = matches
                 .iter()
                 .find(|m| verify::above_floor(m))
-                .and_then(|m| m["category"].as_str())
+                .and_then(|m| m.category())
                 .and_then(|c| c.parse().ok())
         {
             category = first;
@@ -331,7 +311,7 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
             .filter(|(strength, _)| *strength > 0.0)
             .max_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((_, m)) = strongest
-            && let Some(run) = m["run_id"].as_str()
+            && let Some(run) = m.run_id()
         {
             evidence.push(Evidence {
                 iteration: similar.iteration,
@@ -341,34 +321,24 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     }
 
     // The knowledge base: prefer an entry of the same category, the matched signature's own entry first.
-    let hit_slugs: Vec<&str> = hits.iter().filter_map(|h| h["slug"].as_str()).collect();
-    let kb_step = state.observations_of(SEARCH_KNOWLEDGE).last();
+    let hit_slugs: Vec<&str> = hits.iter().map(|h| h.slug.as_str()).collect();
+    let kb_step = state.observations_of(ToolName::SearchKnowledge).last();
     let kb_matches = kb_step
-        .and_then(|s| s.observation["matches"].as_array().cloned())
+        .and_then(|s| Observed(&s.observation).parse::<SearchKnowledge>())
+        .map(|k| k.matches)
         .unwrap_or_default();
     let best = kb_matches
         .iter()
-        .find(|m| {
-            m["slug"]
-                .as_str()
-                .is_some_and(|s| hit_slugs.first() == Some(&s))
-        })
-        .or_else(|| {
-            kb_matches
-                .iter()
-                .find(|m| m["category"] == category.as_str())
-        });
+        .find(|m| hit_slugs.first() == Some(&m.slug.as_str()))
+        .or_else(|| kb_matches.iter().find(|m| m.category == category.as_str()));
     let mut kb_refs = Vec::new();
     let (root_cause, fix_from_kb) = match (best, kb_step) {
         (Some(m), Some(step)) => {
-            let slug = m["slug"].as_str().unwrap_or_default().to_string();
+            let slug = m.slug.clone();
             evidence.push(Evidence { iteration: step.iteration, quote: slug.clone() });
             kb_refs.push(slug);
             let signal = evidence.first().map(|e| format!(" The log shows: `{}`.", e.quote)).unwrap_or_default();
-            (
-                format!("{}: {}{}", m["title"].as_str().unwrap_or_default(), m["root_cause"].as_str().unwrap_or_default(), signal),
-                m["fix"].as_str().unwrap_or_default().to_string(),
-            )
+            (format!("{}: {}{}", m.title, m.root_cause, signal), m.fix.clone())
         }
         _ => match evidence.first() {
             Some(e) => (
@@ -384,7 +354,7 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
     // The specifics the log names (tests, diagnostic, packages, command)
     // lead the root cause; the knowledge base explains the kind.
     let specifics = specifics::facts_of(state.journal).sentence();
-    let root_cause = match (&specifics, cls["decided_by"].as_str()) {
+    let root_cause = match (&specifics, cls.decided_by.as_deref()) {
         (Some(s), Some(by)) if category != Category::Unknown => {
             format!("{s} (recognised by {by}). {root_cause}")
         }
@@ -428,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_source_location_is_a_relative_path_with_a_line() {
-        let obs = |lines: &[&str]| json!({ "error_lines": lines });
+        let obs = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         assert_eq!(
             source_location(&obs(&[
                 "error[E0308]: mismatched types",

@@ -16,7 +16,7 @@ use faultline_shared::{Category, Evidence, StepRecord, storage::events::EventRow
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::failure::Failure;
+use crate::{failure::Failure, tools::ToolName};
 
 /// Everything a reasoner may look at: the event and the journal so far.
 #[derive(Debug, Clone)]
@@ -39,9 +39,9 @@ impl AgentState<'_> {
     /// Journal entries of one tool, in order.
     pub fn observations_of<'s>(
         &'s self,
-        tool: &'s str,
+        tool: ToolName,
     ) -> impl Iterator<Item = &'s StepRecord> + 's {
-        self.journal.iter().filter(move |s| s.action == tool)
+        self.journal.iter().filter(move |s| tool.is(&s.action))
     }
 }
 

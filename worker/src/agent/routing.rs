@@ -15,18 +15,19 @@
 
 use faultline_shared::Category;
 
-use crate::tools::{FAILURE_HISTORY, SEARCH_KNOWLEDGE, SIMILAR_FAILURES};
+use crate::tools::ToolName::{
+    self, FailureHistory, GithubBlame, GithubCommits, GithubFile, GithubSearch, JenkinsConsole,
+    SearchKnowledge, SimilarFailures,
+};
 
 /// Retrieval strength (see [`super::verify::retrieval_from_journal`]) at
 /// which the knowledge base and error library are trusted and no source
 /// code is fetched.
 pub const STRONG_RETRIEVAL: f32 = 0.8;
 
-// The source tools (GitHub, Jenkins); present only when configured.
-pub use crate::tools::{GITHUB_BLAME, GITHUB_COMMITS, GITHUB_FILE, GITHUB_SEARCH, JENKINS_CONSOLE};
-
-/// Tools that read source code or its history.
-pub const CODE_TOOLS: [&str; 4] = [GITHUB_FILE, GITHUB_BLAME, GITHUB_COMMITS, GITHUB_SEARCH];
+/// Tools that read source code or its history (the source tools, GitHub
+/// and Jenkins, are present only when configured).
+pub const CODE_TOOLS: [ToolName; 4] = [GithubFile, GithubBlame, GithubCommits, GithubSearch];
 
 /// When a step of a route is worth its call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub enum When {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
-    pub tool: &'static str,
+    pub tool: ToolName,
     pub when: When,
 }
 
@@ -50,19 +51,19 @@ pub struct Route {
     /// Tried in order after `log_excerpt` classified the failure.
     pub steps: &'static [Step],
     /// Tools never worth calling for this category.
-    pub never: &'static [&'static str],
+    pub never: &'static [ToolName],
     /// One line for the LLM hint: why this route.
     pub why: &'static str,
 }
 
-const fn always(tool: &'static str) -> Step {
+const fn always(tool: ToolName) -> Step {
     Step {
         tool,
         when: When::Always,
     }
 }
 
-const fn if_weak(tool: &'static str) -> Step {
+const fn if_weak(tool: ToolName) -> Step {
     Step {
         tool,
         when: When::WeakRetrieval,
@@ -74,12 +75,12 @@ pub const TABLE: [Route; 6] = [
     Route {
         category: Category::CodeError,
         steps: &[
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(GITHUB_FILE),
-            if_weak(GITHUB_BLAME),
-            if_weak(GITHUB_COMMITS),
-            if_weak(GITHUB_SEARCH),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(GithubFile),
+            if_weak(GithubBlame),
+            if_weak(GithubCommits),
+            if_weak(GithubSearch),
         ],
         never: &[],
         why: "read the code only when the knowledge base and past failures do not explain it",
@@ -87,9 +88,9 @@ pub const TABLE: [Route; 6] = [
     Route {
         category: Category::InfraError,
         steps: &[
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(JENKINS_CONSOLE),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(JenkinsConsole),
         ],
         never: &CODE_TOOLS,
         why: "the machine, network or runner broke, not the code: never fetch source code",
@@ -97,32 +98,32 @@ pub const TABLE: [Route; 6] = [
     Route {
         category: Category::ConfigError,
         steps: &[
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(GITHUB_COMMITS),
-            if_weak(GITHUB_FILE),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(GithubCommits),
+            if_weak(GithubFile),
         ],
-        never: &[GITHUB_BLAME],
+        never: &[GithubBlame],
         why: "look for what changed in the configuration when retrieval is weak",
     },
     Route {
         category: Category::DependencyError,
         steps: &[
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(GITHUB_COMMITS),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(GithubCommits),
         ],
-        never: &[GITHUB_BLAME, GITHUB_SEARCH],
+        never: &[GithubBlame, GithubSearch],
         why: "check recent manifest/lockfile commits only when retrieval is weak",
     },
     Route {
         category: Category::TestFailure,
         steps: &[
-            always(FAILURE_HISTORY),
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(GITHUB_FILE),
-            if_weak(GITHUB_COMMITS),
+            always(FailureHistory),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(GithubFile),
+            if_weak(GithubCommits),
         ],
         never: &[],
         why: "check the test's history first (flaky or newly broken?), code only when retrieval is weak",
@@ -130,10 +131,10 @@ pub const TABLE: [Route; 6] = [
     Route {
         category: Category::Unknown,
         steps: &[
-            always(SEARCH_KNOWLEDGE),
-            always(SIMILAR_FAILURES),
-            if_weak(FAILURE_HISTORY),
-            if_weak(JENKINS_CONSOLE),
+            always(SearchKnowledge),
+            always(SimilarFailures),
+            if_weak(FailureHistory),
+            if_weak(JenkinsConsole),
         ],
         never: &CODE_TOOLS,
         why: "widen the evidence (history, console) before guessing; code is no place to start",
@@ -157,10 +158,12 @@ impl Route {
         available: &'a [&str],
         called: &'a [&str],
         retrieval: f32,
-    ) -> impl Iterator<Item = &'static str> + 'a {
+    ) -> impl Iterator<Item = ToolName> + 'a {
         self.steps
             .iter()
-            .filter(move |s| available.contains(&s.tool) && !called.contains(&s.tool))
+            .filter(move |s| {
+                available.contains(&s.tool.as_str()) && !called.contains(&s.tool.as_str())
+            })
             .filter(move |s| s.when == When::Always || retrieval < STRONG_RETRIEVAL)
             .map(|s| s.tool)
     }
@@ -176,7 +179,7 @@ pub fn hint(available: &[&str]) -> String {
         let steps: Vec<String> = r
             .steps
             .iter()
-            .filter(|s| available.contains(&s.tool))
+            .filter(|s| available.contains(&s.tool.as_str()))
             .map(|s| match s.when {
                 When::Always => s.tool.to_string(),
                 When::WeakRetrieval => format!("{} (only if retrieval is weak)", s.tool),
@@ -185,7 +188,7 @@ pub fn hint(available: &[&str]) -> String {
         let never: Vec<&str> = r
             .never
             .iter()
-            .copied()
+            .map(|t| t.as_str())
             .filter(|t| available.contains(t))
             .collect();
         out.push_str(&format!("\n- {}: {}", r.category, steps.join(" -> ")));
@@ -200,18 +203,23 @@ pub fn hint(available: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::LOG_EXCERPT;
+    use crate::tools::ToolName::LogExcerpt;
 
+    const LOG_EXCERPT: &str = LogExcerpt.as_str();
+    const SEARCH_KNOWLEDGE: &str = SearchKnowledge.as_str();
+    const SIMILAR_FAILURES: &str = SimilarFailures.as_str();
+    const FAILURE_HISTORY: &str = FailureHistory.as_str();
+    const GITHUB_COMMITS: &str = GithubCommits.as_str();
     const ALL: [&str; 9] = [
         LOG_EXCERPT,
         SEARCH_KNOWLEDGE,
         SIMILAR_FAILURES,
         FAILURE_HISTORY,
-        GITHUB_FILE,
-        GITHUB_BLAME,
+        GithubFile.as_str(),
+        GithubBlame.as_str(),
         GITHUB_COMMITS,
-        GITHUB_SEARCH,
-        JENKINS_CONSOLE,
+        GithubSearch.as_str(),
+        JenkinsConsole.as_str(),
     ];
 
     #[test]
@@ -247,9 +255,9 @@ mod tests {
         let r = route(Category::CodeError);
         let done = [SEARCH_KNOWLEDGE, SIMILAR_FAILURES];
         assert_eq!(r.pending(&ALL, &done, 0.9).next(), None, "strong: answer");
-        assert_eq!(r.pending(&ALL, &done, 0.3).next(), Some(GITHUB_FILE));
+        assert_eq!(r.pending(&ALL, &done, 0.3).next(), Some(GithubFile));
         // Cheap look-ups come before code either way.
-        assert_eq!(r.pending(&ALL, &[], 0.0).next(), Some(SEARCH_KNOWLEDGE));
+        assert_eq!(r.pending(&ALL, &[], 0.0).next(), Some(SearchKnowledge));
     }
 
     #[test]
@@ -261,14 +269,14 @@ mod tests {
         let only_commits = [GITHUB_COMMITS];
         assert_eq!(
             r.pending(&only_commits, &[], 0.0).next(),
-            Some(GITHUB_COMMITS)
+            Some(GithubCommits)
         );
     }
 
     #[test]
     fn test_failures_consult_the_history_first() {
         let r = route(Category::TestFailure);
-        assert_eq!(r.pending(&ALL, &[], 1.0).next(), Some(FAILURE_HISTORY));
+        assert_eq!(r.pending(&ALL, &[], 1.0).next(), Some(FailureHistory));
     }
 
     #[test]

@@ -4,29 +4,30 @@
 //! the facts are what the deterministic recognisers read in the log, so a
 //! model can neither invent nor drop them.
 
-use faultline_shared::{Specifics, StepRecord, diagnose::Facts};
-use serde_json::Value;
+use faultline_shared::{
+    Specifics, StepRecord,
+    diagnose::Facts,
+    tool::{ExcerptMode, LogExcerpt, Observed},
+};
 
-use crate::tools::LOG_EXCERPT;
+use crate::tools::ToolName;
 
 /// The merged facts of the run's excerpt observations (empty without one).
 pub fn facts_of(journal: &[StepRecord]) -> Facts {
-    let excerpts: Vec<&Value> = journal
+    // An observation that is no excerpt (of another shape, facts in a shape
+    // this build does not know) adds nothing.
+    let excerpts: Vec<LogExcerpt> = journal
         .iter()
-        .filter(|s| s.action == LOG_EXCERPT)
-        .map(|s| match s.observation.get("cached_from_iteration") {
-            Some(_) => &s.observation["result"],
-            None => &s.observation,
-        })
+        .filter(|s| ToolName::LogExcerpt.is(&s.action))
+        .filter_map(|s| Observed(&s.observation).parse_result())
         .collect();
     // The failure excerpt says the most; a tail read fills in the rest.
-    let (failure, tail): (Vec<&Value>, Vec<&Value>) =
-        excerpts.into_iter().partition(|o| o["mode"] != "tail");
+    let (failure, tail): (Vec<LogExcerpt>, Vec<LogExcerpt>) = excerpts
+        .into_iter()
+        .partition(|o| o.mode != ExcerptMode::Tail);
     let mut merged = Facts::default();
     for obs in failure.into_iter().chain(tail) {
-        let Ok(f) = serde_json::from_value::<Facts>(obs["classification"]["facts"].clone()) else {
-            continue;
-        };
+        let f = obs.classification.facts;
         if merged.failing_tests.is_empty() {
             merged.failing_tests = f.failing_tests;
         }
@@ -53,7 +54,9 @@ pub fn of(journal: &[StepRecord]) -> Specifics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    const LOG_EXCERPT: &str = ToolName::LogExcerpt.as_str();
 
     fn excerpt(iteration: i32, mode: &str, facts: Value) -> StepRecord {
         StepRecord {

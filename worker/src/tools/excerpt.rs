@@ -7,6 +7,7 @@
 
 use std::{io::BufRead, sync::Arc};
 
+use faultline_shared::tool::{self, Classification, ExcerptMode, Line};
 use faultline_shared::{
     diagnose,
     logs::{self, Baseline, ExcerptOptions},
@@ -16,18 +17,38 @@ use faultline_shared::{
     },
 };
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, ToolName};
 
 /// Longest line text put into an observation.
 const MAX_LINE_CHARS: usize = 600;
 
 pub struct LogExcerpt;
 
+/// The arguments of `log_excerpt`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    #[schemars(description = "which lines to return")]
+    mode: Option<Mode>,
+    #[schemars(range(min = 5, max = 200))]
+    max_lines: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    Failure,
+    Tail,
+}
+
 impl Tool for LogExcerpt {
-    fn name(&self) -> &'static str {
-        super::LOG_EXCERPT
+    type Args = Args;
+    type Observation = tool::LogExcerpt;
+    fn name(&self) -> ToolName {
+        ToolName::LogExcerpt
     }
     fn local(&self) -> bool {
         true
@@ -35,19 +56,14 @@ impl Tool for LogExcerpt {
     fn description(&self) -> &'static str {
         "Read the failure log. mode=failure returns the lines that explain the failure; mode=tail returns the last lines. Lines the job's last green build also printed are left out of mode=failure when that log is available. Both come with a deterministic classification (category, deciding rule, scores) and the facts the log names (failing tests, first diagnostic, unresolved packages, failed command and exit code)."
     }
-    fn schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "mode": {"type": "string", "enum": ["failure", "tail"], "description": "which lines to return"},
-            "max_lines": {"type": "integer", "minimum": 5, "maximum": 200}}})
-    }
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        args: Args,
+    ) -> BoxFuture<'a, Result<tool::LogExcerpt, ToolError>> {
         Box::pin(async move {
-            let tail = input["mode"] == "tail";
-            let max_lines = input["max_lines"].as_u64().unwrap_or(if tail {
+            let tail = args.mode == Some(Mode::Tail);
+            let max_lines = args.max_lines.unwrap_or(if tail {
                 60
             } else {
                 diagnose::EXCERPT_LINES as u64
@@ -86,11 +102,11 @@ impl Tool for LogExcerpt {
                     None => (None, None),
                 };
                 let reader = StoredLogReader::new(pool, event_id, handle);
-                let mut observation = read(reader, tail, max_lines, baseline)?;
-                if let Some(note) = note {
-                    observation["baseline"] = json!(note);
-                }
-                Ok(observation)
+                let observation = read(reader, tail, max_lines, baseline)?;
+                Ok(tool::LogExcerpt {
+                    baseline: note,
+                    ..observation
+                })
             })
             .await
             .map_err(|e| ToolError::Failed(format!("excerpt task panicked: {e}")))?
@@ -120,7 +136,7 @@ fn read(
     tail: bool,
     max_lines: usize,
     baseline: Option<Arc<Baseline>>,
-) -> Result<Value, ToolError> {
+) -> Result<tool::LogExcerpt, ToolError> {
     let io_err = |e: std::io::Error| ToolError::Transient(format!("reading the stored log: {e}"));
     let excerpt = if tail {
         logs::tail_reader(reader, max_lines, ExcerptOptions::default().max_line_bytes)
@@ -170,43 +186,28 @@ fn read(
     } else {
         logs::fingerprint(&refs)
     };
-    let lines: Vec<Value> = excerpt
+    let lines: Vec<Line> = excerpt
         .lines
         .iter()
         .zip(&cleaned)
-        .map(|(l, c)| json!({"n": l.line_no, "text": truncate(&c.1)}))
-        .collect();
-    Ok(json!({
-        "mode": if tail { "tail" } else { "failure" },
-        "lines": lines,
-        "total_lines": excerpt.total_lines,
-        "total_bytes": excerpt.total_bytes,
-        "classification": classification(&diagnosis),
-        "error_lines": key_lines,
-        "fingerprint": fingerprint,
-    }))
-}
-
-/// The diagnosis in the observation's `classification` shape: category,
-/// confidence, hits (each citing its line and the knowledge-base entry that
-/// documents it), scores, plus the deciding rule and the specifics.
-fn classification(d: &diagnose::Diagnosis) -> Value {
-    let hits: Vec<Value> = d
-        .findings
-        .iter()
-        .map(|f| {
-            json!({"slug": f.kb, "rule": f.rule, "tool": f.tool, "category": f.category,
-                   "line_no": f.line_no, "line": f.line, "weight": f.weight})
+        .map(|(l, c)| Line {
+            n: l.line_no,
+            text: truncate(&c.1),
         })
         .collect();
-    let scores: Vec<Value> = d.scores.iter().map(|(c, s)| json!([c, s])).collect();
-    json!({
-        "category": d.category,
-        "confidence": d.confidence,
-        "decided_by": d.decided_by,
-        "hits": hits,
-        "scores": scores,
-        "facts": d.facts,
+    Ok(tool::LogExcerpt {
+        mode: if tail {
+            ExcerptMode::Tail
+        } else {
+            ExcerptMode::Failure
+        },
+        lines,
+        total_lines: excerpt.total_lines,
+        total_bytes: excerpt.total_bytes,
+        classification: Classification::from(&diagnosis),
+        error_lines: key_lines,
+        fingerprint,
+        baseline: None,
     })
 }
 

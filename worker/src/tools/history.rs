@@ -3,23 +3,39 @@
 //! first seen and the last passing commit. Without arguments it reads the
 //! history of the failing job and test.
 
-use faultline_shared::storage::{
-    events,
-    history::{self, HistoryError},
+use faultline_shared::{
+    storage::{
+        events,
+        history::{self, HistoryError},
+    },
+    tool::{self, History, Outcome},
 };
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, ToolName, timestamp};
 
 /// Outcomes listed in an observation.
 const RECENT: i64 = 20;
 
 pub struct FailureHistory;
 
+/// The arguments of `failure_history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    #[schemars(description = "job name; default: the failing job")]
+    job: Option<String>,
+    #[schemars(description = "test name; default: the failing test")]
+    test: Option<String>,
+}
+
 impl Tool for FailureHistory {
-    fn name(&self) -> &'static str {
-        super::FAILURE_HISTORY
+    type Args = Args;
+    type Observation = tool::FailureHistory;
+    fn name(&self) -> ToolName {
+        ToolName::FailureHistory
     }
     fn local(&self) -> bool {
         true
@@ -28,21 +44,13 @@ impl Tool for FailureHistory {
         "History of a CI job and/or test: recent outcomes, consecutive failures, whether it is flaky \
          (passed and failed on the same commit), first seen, last passing commit. Defaults to the failing job and test."
     }
-    fn schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "job": {"type": "string", "description": "job name; default: the failing job"},
-            "test": {"type": "string", "description": "test name; default: the failing test"}}})
-    }
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        args: Args,
+    ) -> BoxFuture<'a, Result<tool::FailureHistory, ToolError>> {
         Box::pin(async move {
-            let (mut job, mut test) = (
-                input["job"].as_str().map(str::to_string),
-                input["test"].as_str().map(str::to_string),
-            );
+            let (mut job, mut test) = (args.job, args.test);
             if job.is_none() && test.is_none() {
                 let event = events::get(&ctx.pool, ctx.event_id).await?;
                 job = event.as_ref().and_then(|e| e.job_name.clone());
@@ -57,7 +65,37 @@ impl Tool for FailureHistory {
                     ),
                     other => ToolError::Failed(other.to_string()),
                 })?;
-            Ok(json!({"job": job, "test": test, "history": h}))
+            Ok(tool::FailureHistory {
+                job,
+                test,
+                history: observed(h),
+            })
         })
+    }
+}
+
+/// The stored history in the observation's shape.
+fn observed(h: history::History) -> History {
+    History {
+        failures: h.failures,
+        passes: h.passes,
+        first_seen: h.first_seen.as_ref().map(timestamp),
+        last_failure: h.last_failure.as_ref().map(timestamp),
+        last_pass: h.last_pass.as_ref().map(timestamp),
+        last_passing_commit: h.last_passing_commit,
+        consecutive_failures: h.consecutive_failures,
+        flaky_commits: h.flaky_commits,
+        flaky: h.flaky,
+        recent: h
+            .recent
+            .into_iter()
+            .map(|o| Outcome {
+                at: timestamp(&o.at),
+                outcome: o.outcome,
+                commit_sha: o.commit_sha,
+                build_number: o.build_number,
+                source: o.source,
+            })
+            .collect(),
     }
 }

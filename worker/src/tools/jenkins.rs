@@ -6,12 +6,17 @@
 
 use std::sync::Arc;
 
-use faultline_shared::storage::events::{self, EventRow};
+use faultline_shared::{
+    storage::events::{self, EventRow},
+    tool::{self, ConsolePart, Line},
+};
 use futures::future::BoxFuture;
 use reqwest::Url;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::{OUT_OF_SCOPE, Tool, ToolContext, ToolError};
+use super::{OUT_OF_SCOPE, Tool, ToolContext, ToolError, ToolName};
 use crate::sources::jenkins::{JenkinsClient, Keep};
 
 /// Highest build number a call may name (the schema's bound).
@@ -19,25 +24,46 @@ const MAX_BUILD: u64 = 1 << 53;
 
 pub struct JenkinsConsole(pub Arc<JenkinsClient>);
 
+/// The arguments of `jenkins_console`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    part: Option<Part>,
+    #[schemars(range(min = 1024, max = 1_073_741_824_u64))]
+    max_bytes: Option<u64>,
+    #[schemars(
+        length(max = 1024),
+        description = "the failing job's name, folders separated by / (the only job read); may be omitted"
+    )]
+    job: Option<String>,
+    #[schemars(
+        range(min = 1, max = MAX_BUILD),
+        description = "build number of the failing job; default: the failing build"
+    )]
+    build: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Part {
+    Head,
+    Tail,
+}
+
 impl Tool for JenkinsConsole {
-    fn name(&self) -> &'static str {
-        super::JENKINS_CONSOLE
+    type Args = Args;
+    type Observation = tool::JenkinsConsole;
+    fn name(&self) -> ToolName {
+        ToolName::JenkinsConsole
     }
     fn description(&self) -> &'static str {
         "Read a Jenkins build's console text (part=tail for the end, head for the start), cut to a size cap. Defaults to the failing build."
     }
-    fn schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "part": {"type": "string", "enum": ["head", "tail"]},
-            "max_bytes": {"type": "integer", "minimum": 1024, "maximum": 1_073_741_824_u64},
-            "job": {"type": "string", "maxLength": 1024, "description": "the failing job's name, folders separated by / (the only job read); may be omitted"},
-            "build": {"type": "integer", "minimum": 1, "maximum": MAX_BUILD, "description": "build number of the failing job; default: the failing build"}}})
-    }
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        args: Args,
+    ) -> BoxFuture<'a, Result<tool::JenkinsConsole, ToolError>> {
         Box::pin(async move {
             let jenkins = &self.0;
             let event = events::get(&ctx.pool, ctx.event_id).await?;
@@ -59,7 +85,7 @@ impl Tool for JenkinsConsole {
                     ),
                 })
             };
-            let url = match (input["job"].as_str(), input["build"].as_u64()) {
+            let url = match (args.job.as_deref(), args.build) {
                 (Some(job), Some(build)) => {
                     let url = jenkins
                         .console_url(job, build)
@@ -95,28 +121,36 @@ impl Tool for JenkinsConsole {
                     ));
                 }
             };
-            let keep = if input["part"] == "head" {
+            let keep = if args.part == Some(Part::Head) {
                 Keep::Head
             } else {
                 Keep::Tail
             };
-            let cap = input["max_bytes"]
-                .as_u64()
-                .map_or(jenkins.console_max_bytes(), |n| {
-                    (n.min(usize::MAX as u64) as usize).min(jenkins.console_max_bytes())
-                });
+            let cap = args.max_bytes.map_or(jenkins.console_max_bytes(), |n| {
+                (n.min(usize::MAX as u64) as usize).min(jenkins.console_max_bytes())
+            });
             let capped = jenkins.console(&url, keep, cap).await?;
-            let lines: Vec<Value> = capped
+            let lines: Vec<Line> = capped
                 .text
                 .lines()
                 .enumerate()
-                .map(|(i, text)| json!({"n": capped.first_line + i as u64, "text": text}))
+                .map(|(i, text)| Line {
+                    n: capped.first_line + i as u64,
+                    text: text.to_string(),
+                })
                 .collect();
-            Ok(json!({
-                "url": url.as_str(), "part": if keep == Keep::Head { "head" } else { "tail" },
-                "max_bytes": cap, "total_bytes": capped.total_bytes, "truncated": capped.truncated,
-                "lines": lines,
-            }))
+            Ok(tool::JenkinsConsole {
+                url: url.as_str().to_string(),
+                part: if keep == Keep::Head {
+                    ConsolePart::Head
+                } else {
+                    ConsolePart::Tail
+                },
+                max_bytes: cap as u64,
+                total_bytes: capped.total_bytes,
+                truncated: capped.truncated,
+                lines,
+            })
         })
     }
 }

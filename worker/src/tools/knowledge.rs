@@ -1,16 +1,32 @@
 //! `search_knowledge`: full-text search over documented failure patterns.
 
-use faultline_shared::storage::knowledge;
+use faultline_shared::{
+    storage::knowledge,
+    tool::{self, KbMatch},
+};
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, ToolName};
 
 pub struct SearchKnowledge;
 
+/// The arguments of `search_knowledge`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    #[schemars(description = "keywords describing the failure")]
+    query: String,
+    #[schemars(range(min = 1, max = 20))]
+    limit: Option<i64>,
+}
+
 impl Tool for SearchKnowledge {
-    fn name(&self) -> &'static str {
-        super::SEARCH_KNOWLEDGE
+    type Args = Args;
+    type Observation = tool::SearchKnowledge;
+    fn name(&self) -> ToolName {
+        ToolName::SearchKnowledge
     }
     fn local(&self) -> bool {
         true
@@ -18,21 +34,28 @@ impl Tool for SearchKnowledge {
     fn description(&self) -> &'static str {
         "Search the knowledge base of documented CI failure patterns (root cause and fix) by keywords."
     }
-    fn schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "keywords describing the failure"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"]})
-    }
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        args: Args,
+    ) -> BoxFuture<'a, Result<tool::SearchKnowledge, ToolError>> {
         Box::pin(async move {
-            let query = input["query"].as_str().unwrap_or_default();
-            let limit = input["limit"].as_i64().unwrap_or(5);
-            let matches = knowledge::search(&ctx.pool, query, limit).await?;
-            Ok(json!({"query": query, "matches": matches}))
+            let limit = args.limit.unwrap_or(5);
+            let matches = knowledge::search(&ctx.pool, &args.query, limit).await?;
+            Ok(tool::SearchKnowledge {
+                matches: matches
+                    .into_iter()
+                    .map(|m| KbMatch {
+                        slug: m.slug,
+                        title: m.title,
+                        category: m.category,
+                        root_cause: m.root_cause,
+                        fix: m.fix,
+                        rank: m.rank,
+                    })
+                    .collect(),
+                query: args.query,
+            })
         })
     }
 }

@@ -20,37 +20,16 @@ use std::{
 
 use faultline_shared::{config::RateLimit, storage::ratelimit};
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::sources::{github::GithubClient, jenkins::JenkinsClient};
 
+pub use faultline_shared::tool::{REVIEW_RESOLUTION, ToolName};
 pub use scope::OUT_OF_SCOPE;
-
-pub const LOG_EXCERPT: &str = "log_excerpt";
-pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
-pub const SIMILAR_FAILURES: &str = "similar_failures";
-pub const FAILURE_HISTORY: &str = "failure_history";
-/// `source` of a `similar_failures` match that a human confirmed in review.
-pub const REVIEW_RESOLUTION: &str = "review_resolution";
-pub const GITHUB_FILE: &str = "github_file";
-pub const GITHUB_BLAME: &str = "github_blame";
-pub const GITHUB_COMMITS: &str = "github_commits";
-pub const GITHUB_SEARCH: &str = "github_search";
-pub const JENKINS_CONSOLE: &str = "jenkins_console";
-/// Every tool this build can offer (configured or not).
-pub const ALL_TOOLS: [&str; 9] = [
-    LOG_EXCERPT,
-    SEARCH_KNOWLEDGE,
-    SIMILAR_FAILURES,
-    FAILURE_HISTORY,
-    GITHUB_FILE,
-    GITHUB_BLAME,
-    GITHUB_COMMITS,
-    GITHUB_SEARCH,
-    JENKINS_CONSOLE,
-];
 
 /// What a tool may read.
 #[derive(Clone)]
@@ -85,9 +64,14 @@ impl From<sqlx::Error> for ToolError {
     }
 }
 
-/// One tool: its name, what it does, its argument schema, and how to run it.
-pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+/// One tool: its name, what it does, its arguments (a struct whose JSON
+/// schema, derived, is both what the model is offered and what a call is
+/// validated against) and the observation it journals
+/// ([`faultline_shared::tool`]).
+pub trait Tool: Send + Sync + 'static {
+    type Args: DeserializeOwned + JsonSchema + Send;
+    type Observation: Serialize;
+    fn name(&self) -> ToolName;
     fn description(&self) -> &'static str;
     /// A local tool reads Faultline's own database and nothing else: no
     /// effect outside the journal, no quota. Like a workflow engine's local
@@ -98,19 +82,115 @@ pub trait Tool: Send + Sync {
     fn local(&self) -> bool {
         false
     }
-    /// JSON schema of the arguments object.
-    fn schema(&self) -> Value;
     fn call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        args: Self::Args,
+    ) -> BoxFuture<'a, Result<Self::Observation, ToolError>>;
+}
+
+/// A [`Tool`] behind one object-safe face: JSON in (validated already),
+/// JSON out.
+trait JsonTool: Send + Sync {
+    fn name(&self) -> ToolName;
+    fn description(&self) -> &'static str;
+    fn local(&self) -> bool;
+    fn schema(&self) -> Value;
+    fn call_json<'a>(
         &'a self,
         ctx: &'a ToolContext,
         input: &'a Value,
     ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
+impl<T: Tool> JsonTool for T {
+    fn name(&self) -> ToolName {
+        Tool::name(self)
+    }
+    fn description(&self) -> &'static str {
+        Tool::description(self)
+    }
+    fn local(&self) -> bool {
+        Tool::local(self)
+    }
+    fn schema(&self) -> Value {
+        schema_of::<T::Args>()
+    }
+    fn call_json<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let name = Tool::name(self);
+            let args = T::Args::deserialize(input)
+                .map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
+            let observation = Tool::call(self, ctx, args).await?;
+            serde_json::to_value(observation)
+                .map_err(|e| ToolError::Failed(format!("{name}: observation: {e}")))
+        })
+    }
+}
+
+/// The JSON schema of a tool's arguments as the model is offered it and
+/// [`validate`] reads it: draft 7, inlined, each property of one type
+/// (an optional argument is one that is not required, not one that may be
+/// `null`), without the generator's titles and number formats.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut schema = schema.to_value();
+    if let Some(root) = schema.as_object_mut() {
+        for key in ["$schema", "title", "description"] {
+            root.remove(key);
+        }
+    }
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for prop in props.values_mut().filter_map(Value::as_object_mut) {
+            prop.remove("format");
+            prop.remove("title");
+            if let Some(Value::Array(types)) = prop.get("type") {
+                let one = types.iter().find(|t| *t != "null").cloned();
+                match one {
+                    Some(t) => prop.insert("type".into(), t),
+                    None => prop.remove("type"),
+                };
+            }
+            if let Some(Value::Array(allowed)) = prop.get_mut("enum") {
+                allowed.retain(|v| !v.is_null());
+            }
+        }
+    }
+    schema
+}
+
+/// A timestamp as serde writes a `DateTime<Utc>` (RFC 3339, `Z`, as many
+/// fractional digits as it has: 0, 3, 6 or 9): how the journal held them
+/// when tools serialized storage rows directly.
+fn timestamp(t: &chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// A tool of the belt with its schema, derived once.
+#[derive(Clone)]
+struct Registered {
+    tool: Arc<dyn JsonTool>,
+    schema: Arc<Value>,
+}
+
+impl Registered {
+    fn of(tool: Arc<dyn JsonTool>) -> Self {
+        let schema = Arc::new(tool.schema());
+        Self { tool, schema }
+    }
+}
+
 /// The registry of tools a reasoner may call.
 #[derive(Clone)]
 pub struct ToolBelt {
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<Registered>,
     timeout: Duration,
     chaos_delay: Option<Duration>,
     /// Calls per window per tool, shared by all workers through Postgres.
@@ -122,13 +202,14 @@ pub struct ToolBelt {
 impl ToolBelt {
     /// The tools of this build, each call bounded by `timeout`.
     pub fn standard(timeout: Duration, chaos_delay: Option<Duration>) -> Self {
+        let tools: Vec<Arc<dyn JsonTool>> = vec![
+            Arc::new(excerpt::LogExcerpt),
+            Arc::new(knowledge::SearchKnowledge),
+            Arc::new(similar::SimilarFailures),
+            Arc::new(history::FailureHistory),
+        ];
         Self {
-            tools: vec![
-                Arc::new(excerpt::LogExcerpt),
-                Arc::new(knowledge::SearchKnowledge),
-                Arc::new(similar::SimilarFailures),
-                Arc::new(history::FailureHistory),
-            ],
+            tools: tools.into_iter().map(Registered::of).collect(),
             timeout,
             chaos_delay,
             rate_limits: BTreeMap::new(),
@@ -143,10 +224,11 @@ impl ToolBelt {
         limits: &BTreeMap<String, RateLimit>,
         max_wait: Duration,
     ) -> Result<Self, String> {
-        if let Some(unknown) = limits.keys().find(|k| !ALL_TOOLS.contains(&k.as_str())) {
+        if let Some(unknown) = limits.keys().find(|k| k.parse::<ToolName>().is_err()) {
+            let all: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
             return Err(format!(
                 "TOOL_RATE_LIMITS names {unknown:?}, which is not a tool; tools: {}",
-                ALL_TOOLS.join(", ")
+                all.join(", ")
             ));
         }
         self.rate_limits = limits.clone();
@@ -162,10 +244,12 @@ impl ToolBelt {
         jenkins: Option<Arc<JenkinsClient>>,
     ) -> Self {
         if let Some(gh) = github {
-            self.tools.extend(github::tools(gh));
+            self.tools
+                .extend(github::tools(gh).into_iter().map(Registered::of));
         }
         if let Some(j) = jenkins {
-            self.tools.push(Arc::new(jenkins::JenkinsConsole(j)));
+            self.tools
+                .push(Registered::of(Arc::new(jenkins::JenkinsConsole(j))));
         }
         self
     }
@@ -174,7 +258,7 @@ impl ToolBelt {
     pub fn describe(&self) -> Vec<Value> {
         self.tools
             .iter()
-            .map(|t| serde_json::json!({"name": t.name(), "description": t.description(), "parameters": t.schema()}))
+            .map(|r| serde_json::json!({"name": r.tool.name(), "description": r.tool.description(), "parameters": *r.schema}))
             .collect()
     }
 
@@ -195,13 +279,15 @@ impl ToolBelt {
         let started = std::time::Instant::now();
         let result = self.call_unobserved(ctx, name, input).await;
         let label = self
-            .names()
-            .into_iter()
-            .find(|n| *n == name)
-            .unwrap_or("unknown");
+            .find(name)
+            .map_or("unknown", |r| r.tool.name().as_str());
         faultline_shared::metrics::tool_call(label, result.is_ok(), started.elapsed());
         tracing::Span::current().record("success", result.is_ok());
         result
+    }
+
+    fn find(&self, name: &str) -> Option<&Registered> {
+        self.tools.iter().find(|r| r.tool.name().is(name))
     }
 
     async fn call_unobserved(
@@ -210,24 +296,20 @@ impl ToolBelt {
         name: &str,
         input: &Value,
     ) -> Result<Value, ToolError> {
-        let tool = self
-            .tools
-            .iter()
-            .find(|t| t.name() == name)
-            .ok_or_else(|| {
-                ToolError::Invalid(format!(
-                    "unknown tool {name:?}; available: {}",
-                    self.names().join(", ")
-                ))
-            })?;
-        validate(&tool.schema(), input)
+        let registered = self.find(name).ok_or_else(|| {
+            ToolError::Invalid(format!(
+                "unknown tool {name:?}; available: {}",
+                self.names().join(", ")
+            ))
+        })?;
+        validate(&registered.schema, input)
             .map_err(|e| ToolError::Invalid(format!("invalid arguments for {name}: {e}")))?;
         self.wait_for_rate_limit(ctx, name).await?;
         let work = async {
             if let Some(delay) = self.chaos_delay {
                 tokio::time::sleep(delay).await;
             }
-            tool.call(ctx, input).await
+            registered.tool.call_json(ctx, input).await
         };
         match tokio::time::timeout(self.timeout, work).await {
             Ok(result) => result,
@@ -269,11 +351,12 @@ impl ToolBelt {
     /// Whether `name` is a [`Tool::local`] tool of this belt (an unknown
     /// name is not).
     pub fn is_local(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name() == name && t.local())
+        self.find(name).is_some_and(|r| r.tool.local())
     }
 
+    /// The names of the tools of this belt, in the order they are offered.
     pub fn names(&self) -> Vec<&'static str> {
-        self.tools.iter().map(|t| t.name()).collect()
+        self.tools.iter().map(|r| r.tool.name().as_str()).collect()
     }
 }
 
@@ -375,6 +458,156 @@ fn compare(a: &serde_json::Number, b: &serde_json::Number) -> std::cmp::Ordering
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The schemas the tools offered when they were written by hand: the
+    /// derived ones carry the same constraints and descriptions.
+    #[test]
+    fn derived_schemas_carry_the_hand_written_constraints() {
+        let repo =
+            "owner/name of the failing repository (the only one these tools read); may be omitted";
+        let reference = "commit SHA or branch; default: the failing commit";
+        let common = json!({
+            "repo": {"type": "string", "maxLength": 200, "description": repo},
+            "ref": {"type": "string", "maxLength": 255, "description": reference}});
+        let with_common = |extra: Value| {
+            let mut props = common.clone();
+            for (k, v) in extra.as_object().unwrap() {
+                props[k] = v.clone();
+            }
+            props
+        };
+        let cases = [
+            (
+                schema_of::<excerpt::Args>(),
+                json!({"mode": {"type": "string", "enum": ["failure", "tail"], "description": "which lines to return"},
+                       "max_lines": {"type": "integer", "minimum": 5, "maximum": 200}}),
+                json!([]),
+            ),
+            (
+                schema_of::<knowledge::Args>(),
+                json!({"query": {"type": "string", "description": "keywords describing the failure"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 20}}),
+                json!(["query"]),
+            ),
+            (
+                schema_of::<similar::Args>(),
+                json!({"fingerprint": {"type": "string", "description": "fingerprint from log_excerpt"},
+                       "text": {"type": "string", "description": "failure text for the similarity tiers; default: this run's error lines"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 20}}),
+                json!(["fingerprint"]),
+            ),
+            (
+                schema_of::<history::Args>(),
+                json!({"job": {"type": "string", "description": "job name; default: the failing job"},
+                       "test": {"type": "string", "description": "test name; default: the failing test"}}),
+                json!([]),
+            ),
+            (
+                schema_of::<github::FileArgs>(),
+                with_common(
+                    json!({"path": {"type": "string", "maxLength": 1024, "description": "file path in the repository"},
+                       "line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+                       "context": {"type": "integer", "minimum": 1, "maximum": 100}}),
+                ),
+                json!(["path"]),
+            ),
+            (
+                schema_of::<github::BlameArgs>(),
+                with_common(json!({"path": {"type": "string", "maxLength": 1024},
+                       "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+                       "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000}})),
+                json!(["path", "start_line"]),
+            ),
+            (
+                schema_of::<github::CommitsArgs>(),
+                with_common(
+                    json!({"path": {"type": "string", "maxLength": 1024, "description": "file or directory; omit for the whole repository"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 30}}),
+                ),
+                json!([]),
+            ),
+            (
+                schema_of::<github::SearchArgs>(),
+                json!({"query": {"type": "string", "maxLength": 256, "description": "search terms, all of which must match (no OR or parentheses: one call per alternative); the search is scoped to the failing repository (repo:, org:, user: qualifiers are refused; path:, language:, filename:, extension:, in: narrow it)"},
+                       "repo": {"type": "string", "maxLength": 200, "description": "owner/name of the failing repository (the only one searched); may be omitted"},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 20}}),
+                json!(["query"]),
+            ),
+            (
+                schema_of::<jenkins::Args>(),
+                json!({"part": {"type": "string", "enum": ["head", "tail"]},
+                       "max_bytes": {"type": "integer", "minimum": 1024, "maximum": 1_073_741_824_u64},
+                       "job": {"type": "string", "maxLength": 1024, "description": "the failing job's name, folders separated by / (the only job read); may be omitted"},
+                       "build": {"type": "integer", "minimum": 1, "maximum": 1_u64 << 53, "description": "build number of the failing job; default: the failing build"}}),
+                json!([]),
+            ),
+        ];
+        for (derived, properties, required) in cases {
+            assert_eq!(derived["type"], "object", "{derived}");
+            assert_eq!(derived["properties"], properties, "{derived}");
+            assert_eq!(
+                derived.get("required").cloned().unwrap_or(json!([])),
+                required,
+                "{derived}"
+            );
+            assert_eq!(derived["additionalProperties"], false, "{derived}");
+        }
+    }
+
+    /// The derived schema refuses what the hand-written one refused, with
+    /// the messages tests and the model read.
+    #[test]
+    fn a_derived_schema_is_held_to_by_validate() {
+        let schema = schema_of::<github::BlameArgs>();
+        assert_eq!(
+            validate(&schema, &json!({"path": "a.rs", "start_line": 3})),
+            Ok(())
+        );
+        for (input, why) in [
+            (
+                json!({"path": "a.rs"}),
+                "missing required field \"start_line\"",
+            ),
+            (json!({"path": "a.rs", "start_line": 0}), "must be >= 1"),
+            (
+                json!({"path": "a.rs", "start_line": 3.0}),
+                "must be an integer",
+            ),
+            (
+                json!({"path": "a.rs", "start_line": null}),
+                "must be an integer",
+            ),
+            (
+                json!({"path": "a.rs", "start_line": 3, "rm": 1}),
+                "unknown field \"rm\"",
+            ),
+            (
+                json!({"path": "x".repeat(1025), "start_line": 3}),
+                "at most 1024 characters",
+            ),
+            (
+                json!({"path": "a.rs", "start_line": 3, "ref": null}),
+                "must be a string",
+            ),
+        ] {
+            let err = validate(&schema, &input).expect_err(&input.to_string());
+            assert!(err.contains(why), "{input}: {err}");
+        }
+        let excerpt = schema_of::<excerpt::Args>();
+        assert!(
+            validate(&excerpt, &json!({"mode": "all"}))
+                .unwrap_err()
+                .contains("must be one of [\"failure\",\"tail\"]")
+        );
+    }
+
+    #[test]
+    fn timestamps_read_as_serde_wrote_them() {
+        for nanos in [0, 1_000, 123_000_000, 123_456_000, 123_456_789] {
+            let t = chrono::DateTime::from_timestamp(1_790_000_000, nanos).unwrap();
+            assert_eq!(serde_json::to_value(t).unwrap(), json!(timestamp(&t)));
+        }
+    }
 
     fn schema() -> Value {
         json!({"type": "object", "properties": {

@@ -12,18 +12,39 @@
 
 use faultline_shared::{
     logs,
-    storage::{resolution, similar},
+    storage::{
+        resolution::{self, LibraryEntry},
+        similar::{self, Tier},
+    },
+    tool::{self, PastAnalysis, ResolutionMatch, ResolutionSource, SimilarMatch},
 };
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{REVIEW_RESOLUTION, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError, ToolName, timestamp};
 
 pub struct SimilarFailures;
 
+/// The arguments of `similar_failures`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    #[schemars(description = "fingerprint from log_excerpt")]
+    fingerprint: String,
+    #[schemars(
+        description = "failure text for the similarity tiers; default: this run's error lines"
+    )]
+    text: Option<String>,
+    #[schemars(range(min = 1, max = 20))]
+    limit: Option<i64>,
+}
+
 impl Tool for SimilarFailures {
-    fn name(&self) -> &'static str {
-        super::SIMILAR_FAILURES
+    type Args = Args;
+    type Observation = tool::SimilarFailures;
+    fn name(&self) -> ToolName {
+        ToolName::SimilarFailures
     }
     fn local(&self) -> bool {
         true
@@ -34,21 +55,15 @@ impl Tool for SimilarFailures {
          and whether a human confirmed it. Text matches below the relevance floor are listed apart under \
          `below_relevance_floor`: they are not evidence for this failure."
     }
-    fn schema(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "fingerprint": {"type": "string", "description": "fingerprint from log_excerpt"},
-            "text": {"type": "string", "description": "failure text for the similarity tiers; default: this run's error lines"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["fingerprint"]})
-    }
     fn call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        input: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, ToolError>> {
+        args: Args,
+    ) -> BoxFuture<'a, Result<tool::SimilarFailures, ToolError>> {
         Box::pin(async move {
-            let fingerprint = input["fingerprint"].as_str().unwrap_or_default();
-            let limit = input["limit"].as_i64().unwrap_or(5);
-            let text = match input["text"].as_str() {
+            let fingerprint = args.fingerprint;
+            let limit = args.limit.unwrap_or(5);
+            let text = match args.text {
                 Some(t) => Some(
                     t.lines()
                         .map(logs::normalize)
@@ -59,31 +74,69 @@ impl Tool for SimilarFailures {
                 None => similar::failure_text(&ctx.pool, ctx.run_id).await?,
             };
             // Human-confirmed answers for this fingerprint come first.
-            let resolved = resolution::by_fingerprint(&ctx.pool, fingerprint, limit).await?;
+            let resolved = resolution::by_fingerprint(&ctx.pool, &fingerprint, limit).await?;
             let found =
-                similar::tiered(&ctx.pool, ctx.run_id, fingerprint, text.as_deref(), limit).await?;
+                similar::tiered(&ctx.pool, ctx.run_id, &fingerprint, text.as_deref(), limit)
+                    .await?;
             let (found, weak): (Vec<_>, Vec<_>) = found
                 .into_iter()
                 .partition(similar::SimilarMatch::is_relevant);
-            let matches: Vec<Value> = resolved
+            let matches: Vec<SimilarMatch> = resolved
                 .iter()
-                .map(|r| {
-                    json!({
-                        "source": REVIEW_RESOLUTION, "resolution_id": r.id.to_string(),
-                        "run_id": r.run_id.to_string(), "status": "resolved", "tier": "fingerprint",
-                        "score": 1.0, "human_confirmed": true, "category": r.category,
-                        "accepted": r.accepted, "root_cause": r.root_cause, "fix": r.fix,
-                        "comment": r.comment, "resolved_by": r.resolved_by,
-                        "finished_at": r.resolved_at,
-                    })
-                })
-                .chain(found.iter().map(|m| json!(m)))
+                .map(resolution_match)
+                .chain(found.iter().map(past_analysis))
                 .take(limit as usize)
                 .collect();
-            // Listed for transparency; neither cited nor counted.
-            let below: Vec<Value> = weak.iter().map(|m| json!(m)).collect();
-            Ok(json!({"fingerprint": fingerprint, "matches": matches,
-                      "below_relevance_floor": below}))
+            Ok(tool::SimilarFailures {
+                fingerprint,
+                matches,
+                // Listed for transparency; neither cited nor counted.
+                below_relevance_floor: weak.iter().map(past_analysis).collect(),
+            })
         })
     }
+}
+
+/// A reviewer's answer as a match: the strongest there is.
+fn resolution_match(r: &LibraryEntry) -> SimilarMatch {
+    SimilarMatch::Resolution(ResolutionMatch {
+        source: ResolutionSource::ReviewResolution,
+        resolution_id: Some(r.id.to_string()),
+        run_id: Some(r.run_id.to_string()),
+        status: Some("resolved".into()),
+        tier: Some("fingerprint".into()),
+        score: Some(1.0),
+        human_confirmed: true,
+        category: Some(r.category.clone()),
+        accepted: r.accepted,
+        root_cause: Some(r.root_cause.clone()),
+        fix: Some(r.fix.clone()),
+        comment: r.comment.clone(),
+        resolved_by: Some(r.resolved_by.clone()),
+        finished_at: Some(timestamp(&r.resolved_at)),
+    })
+}
+
+/// A past analysis found by fingerprint or similar text.
+fn past_analysis(m: &similar::SimilarMatch) -> SimilarMatch {
+    SimilarMatch::Analysis(PastAnalysis {
+        run_id: Some(m.run_id.to_string()),
+        status: Some(m.status.clone()),
+        category: m.category.clone(),
+        confidence: m.confidence,
+        root_cause: m.root_cause.clone(),
+        fix: m.fix.clone(),
+        finished_at: m.finished_at.as_ref().map(timestamp),
+        score: Some(m.score),
+        tier: m.tier.map(|t| {
+            match t {
+                Tier::Fingerprint => "fingerprint",
+                Tier::Trigram => "trigram",
+                Tier::Fulltext => "fulltext",
+            }
+            .to_string()
+        }),
+        human_confirmed: m.human_confirmed,
+        source: Some(m.source.to_string()),
+    })
 }

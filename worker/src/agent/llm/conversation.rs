@@ -3,7 +3,10 @@
 //! by the provider's call id, so a resumed run sends exactly the history it
 //! would have sent without the crash.
 
-use faultline_shared::types::{FINAL_ANSWER, INVALID_RESPONSE};
+use faultline_shared::{
+    tool::Observed,
+    types::{FINAL_ANSWER, INVALID_RESPONSE},
+};
 use serde_json::{Value, json};
 
 use crate::agent::AgentState;
@@ -106,8 +109,8 @@ pub fn build(state: &AgentState<'_>) -> Conversation {
             .clone()
             .unwrap_or_else(|| format!("fl_{}", step.iteration));
         if step.action == INVALID_RESPONSE {
-            let error = step.observation["error"]
-                .as_str()
+            let error = Observed(&step.observation)
+                .error()
                 .unwrap_or("unusable reply")
                 .to_string();
             match step.action_input["tool"].as_str() {
@@ -150,14 +153,11 @@ pub fn build(state: &AgentState<'_>) -> Conversation {
             name: step.action.clone(),
             arguments,
         });
-        let observation = if step.observation.get("cached_from_iteration").is_some() {
-            &step.observation["result"]
-        } else {
-            &step.observation
-        };
-        let content =
-            truncate(&json!({"iteration": step.iteration, "result": observation}).to_string());
-        let is_error = step.observation.get("error").is_some();
+        let observed = Observed(&step.observation);
+        let content = truncate(
+            &json!({"iteration": step.iteration, "result": observed.result()}).to_string(),
+        );
+        let is_error = observed.is_error();
         turns.push(Turn::Result {
             id,
             content,
