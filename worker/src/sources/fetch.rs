@@ -40,10 +40,7 @@ pub(super) fn unavailable(why: impl std::fmt::Display) -> Failure {
 /// log expired or was deleted.
 fn api_failure(e: ApiError) -> Failure {
     match e {
-        ApiError::Transient {
-            message,
-            retry_after,
-        } => Failure::transient(message).not_before(retry_after),
+        e @ ApiError::Transient { .. } => e.into(),
         ApiError::NotFound { message, .. } => {
             unavailable(format!("{message} (the log expired or was deleted)"))
         }

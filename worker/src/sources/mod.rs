@@ -122,6 +122,23 @@ pub enum ApiError {
     },
 }
 
+/// Retry as the server said: a transient error not before its
+/// `Retry-After`; a missing thing or a refusal never.
+impl From<ApiError> for crate::failure::Failure {
+    fn from(e: ApiError) -> Self {
+        use crate::failure::Failure;
+        match e {
+            ApiError::Transient {
+                message,
+                retry_after,
+            } => Failure::transient(message).not_before(retry_after),
+            ApiError::NotFound { message, .. } | ApiError::Permanent { message, .. } => {
+                Failure::permanent(message)
+            }
+        }
+    }
+}
+
 impl RetryHint for ApiError {
     fn is_transient(&self) -> bool {
         matches!(self, ApiError::Transient { .. })

@@ -34,12 +34,7 @@ pub(super) fn tools(client: Arc<GithubClient>) -> Vec<Arc<dyn JsonTool>> {
 
 impl From<ApiError> for ToolError {
     fn from(e: ApiError) -> Self {
-        match e {
-            ApiError::Transient { message, .. } => ToolError::Transient(message),
-            ApiError::NotFound { message, .. } | ApiError::Permanent { message, .. } => {
-                ToolError::Failed(message)
-            }
-        }
+        crate::failure::Failure::from(e).into()
     }
 }
 

@@ -26,7 +26,10 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::sources::{github::GithubClient, jenkins::JenkinsClient};
+use crate::{
+    failure::Failure,
+    sources::{github::GithubClient, jenkins::JenkinsClient},
+};
 
 pub use faultline_shared::tool::{REVIEW_RESOLUTION, ToolName};
 pub use scope::OUT_OF_SCOPE;
@@ -39,7 +42,10 @@ pub struct ToolContext {
     pub event_id: Uuid,
 }
 
-/// Why a tool call produced no observation.
+/// Why a tool call produced no observation. Unlike a step's
+/// [`Failure`], a tool's permanent failure is not the step's: the reasoner
+/// is told (an error observation) and decides again. Only a transient one
+/// becomes the step's failure, retried.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ToolError {
     /// Worth retrying the step (timeout, lost connection).
@@ -54,13 +60,21 @@ pub enum ToolError {
     Failed(String),
 }
 
+/// A failure classified the one way ([`Failure`]): transient stays
+/// transient, anything else is this tool's failure, with the whole chain.
+impl From<Failure> for ToolError {
+    fn from(f: Failure) -> Self {
+        if f.is_transient() {
+            ToolError::Transient(f.chain())
+        } else {
+            ToolError::Failed(f.chain())
+        }
+    }
+}
+
 impl From<sqlx::Error> for ToolError {
     fn from(e: sqlx::Error) -> Self {
-        if faultline_shared::storage::is_transient(&e) {
-            ToolError::Transient(format!("database: {e}"))
-        } else {
-            ToolError::Failed(format!("database: {e}"))
-        }
+        Failure::from(e).into()
     }
 }
 
