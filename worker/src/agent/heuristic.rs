@@ -8,7 +8,7 @@
 
 use faultline_shared::{
     Category, Evidence, StepRecord, kb,
-    tool::{LogExcerpt, Observed, SearchKnowledge, SimilarFailures},
+    tool::{Hit, LogExcerpt, Observed, SearchKnowledge, SimilarFailures},
     types::FINAL_ANSWER,
 };
 use serde_json::{Value, json};
@@ -228,100 +228,182 @@ fn answer_without_evidence(state: &AgentState<'_>) -> Decision {
 /// Builds the answer from the excerpt, the best agreeing knowledge-base
 /// entry and the error library.
 fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
-    // A tail exploration after self-correction may classify better.
+    let (chosen, read) = best_read(state, excerpt);
+    let cls = &read.classification;
+    let mut verdict = Verdict {
+        category: cls.category,
+        self_confidence: cls.confidence,
+        evidence: log_evidence(chosen, &read),
+    };
+    let confirmed = consult_library(state, &mut verdict);
+    let Verdict {
+        category,
+        self_confidence,
+        mut evidence,
+    } = verdict;
+    let mut kb_refs = Vec::new();
+    let (root_cause, fix_from_kb) =
+        consult_knowledge(state, &cls.hits, category, &mut evidence, &mut kb_refs);
+    // The specifics the log names (tests, diagnostic, packages, command)
+    // lead the root cause; the knowledge base explains the kind.
+    let specifics = specifics::facts_of(state.journal).sentence();
+    let root_cause = match (&specifics, cls.decided_by.as_deref()) {
+        (Some(s), Some(by)) if category != Category::Unknown => {
+            format!("{s} (recognised by {by}). {root_cause}")
+        }
+        (Some(s), _) => format!("{s}. {root_cause}"),
+        _ => root_cause,
+    };
+    let (root_cause, fix) = match confirmed {
+        Some(c) if !c.root_cause.is_empty() => (
+            format!(
+                "{} (confirmed in review by {} for this failure fingerprint)",
+                c.root_cause, c.by
+            ),
+            if c.fix.is_empty() { fix_from_kb } else { c.fix },
+        ),
+        _ => (root_cause, fix_from_kb),
+    };
+    // The same line can match several signatures: cite it once.
+    let mut seen = std::collections::HashSet::new();
+    evidence.retain(|e| seen.insert((e.iteration, e.quote.clone())));
+    let (retrieval, _) = verify::retrieval_from_journal(state.journal, category);
+    Draft {
+        category,
+        root_cause,
+        fix,
+        evidence,
+        self_confidence,
+        retrieval,
+        kb_refs,
+    }
+}
+
+/// What the answer says so far: the category, how sure the reasoner is,
+/// and what it cites.
+struct Verdict {
+    category: Category,
+    self_confidence: f32,
+    evidence: Vec<Evidence>,
+}
+
+/// A reviewer's answer for this fingerprint.
+struct Confirmed {
+    root_cause: String,
+    fix: String,
+    by: String,
+}
+
+/// The excerpt to answer from: the failure excerpt, or a tail read after
+/// self-correction when it classifies with more confidence.
+fn best_read<'s>(
+    state: &'s AgentState<'_>,
+    excerpt: &'s StepRecord,
+) -> (&'s StepRecord, LogExcerpt) {
+    let read = excerpt_of(excerpt);
     let tail = state
         .observations_of(ToolName::LogExcerpt)
         .filter(|s| s.action_input["mode"] == "tail")
         .last();
-    let mut chosen = excerpt;
-    let mut read = excerpt_of(excerpt);
     if let Some(t) = tail {
         let tail_read = excerpt_of(t);
         if tail_read.classification.confidence > read.classification.confidence {
-            chosen = t;
-            read = tail_read;
+            return (t, tail_read);
         }
     }
-    let cls = &read.classification;
-    let mut category = cls.category;
-    let mut self_confidence = cls.confidence;
-    let mut evidence = Vec::new();
-    let hits = &cls.hits;
-    for hit in hits.iter().take(3) {
-        if let Some(line) = &hit.line {
-            evidence.push(Evidence {
-                iteration: chosen.iteration,
-                quote: quote(line),
-            });
-        }
-    }
+    (excerpt, read)
+}
+
+/// The lines the classification matched (at most three), else the first
+/// error line.
+fn log_evidence(chosen: &StepRecord, read: &LogExcerpt) -> Vec<Evidence> {
+    let cite = |line: &str| Evidence {
+        iteration: chosen.iteration,
+        quote: quote(line),
+    };
+    let mut evidence: Vec<Evidence> = read
+        .classification
+        .hits
+        .iter()
+        .take(3)
+        .filter_map(|hit| hit.line.as_deref().map(cite))
+        .collect();
     if evidence.is_empty()
         && let Some(line) = read.error_lines.first()
     {
-        evidence.push(Evidence {
-            iteration: chosen.iteration,
-            quote: quote(line),
+        evidence.push(cite(line));
+    }
+    evidence
+}
+
+/// The error library: past analyses of the same or a similar failure. A
+/// reviewer's resolution of this fingerprint is adopted (and returned); an
+/// unknown category takes the first relevant match's; the strongest match
+/// agreeing with the log is cited.
+fn consult_library(state: &AgentState<'_>, verdict: &mut Verdict) -> Option<Confirmed> {
+    let similar = state.observations_of(ToolName::SimilarFailures).last()?;
+    let matches = Observed(&similar.observation)
+        .parse::<SimilarFailures>()
+        .unwrap_or_default()
+        .matches;
+    let cite = |quote: String| Evidence {
+        iteration: similar.iteration,
+        quote,
+    };
+    let mut confirmed = None;
+    // A reviewer already decided what this fingerprint is: adopt their
+    // answer and cite the resolution (verification counts it as the
+    // strongest retrieval there is).
+    if let Some(human) = matches.iter().find(|m| m.is_review_resolution())
+        && let Some(human_category) = human.category().and_then(|c| c.parse().ok())
+    {
+        verdict.category = human_category;
+        verdict.self_confidence = verdict.self_confidence.max(HUMAN_CONFIRMED_SELF);
+        if let Some(id) = human.resolution_id() {
+            verdict.evidence.push(cite(id.to_string()));
+        }
+        confirmed = Some(Confirmed {
+            root_cause: human.root_cause().unwrap_or_default().to_string(),
+            fix: human.fix().unwrap_or_default().to_string(),
+            by: human.resolved_by().unwrap_or("a reviewer").to_string(),
         });
     }
-
-    // The error library: past analyses of the same or a similar failure.
-    let mut confirmed: Option<(String, String, String)> = None;
-    let similar = state.observations_of(ToolName::SimilarFailures).last();
-    if let Some(similar) = similar {
-        let matches = Observed(&similar.observation)
-            .parse::<SimilarFailures>()
-            .unwrap_or_default()
-            .matches;
-        // A reviewer already decided what this fingerprint is: adopt their
-        // answer and cite the resolution (verification counts it as the
-        // strongest retrieval there is).
-        if let Some(human) = matches.iter().find(|m| m.is_review_resolution())
-            && let Some(human_category) = human.category().and_then(|c| c.parse().ok())
-        {
-            category = human_category;
-            self_confidence = self_confidence.max(HUMAN_CONFIRMED_SELF);
-            if let Some(id) = human.resolution_id() {
-                evidence.push(Evidence {
-                    iteration: similar.iteration,
-                    quote: id.to_string(),
-                });
-            }
-            confirmed = Some((
-                human.root_cause().unwrap_or_default().to_string(),
-                human.fix().unwrap_or_default().to_string(),
-                human.resolved_by().unwrap_or("a reviewer").to_string(),
-            ));
-        }
-        if category == Category::Unknown
-            && let Some(first) = matches
-                .iter()
-                .find(|m| verify::above_floor(m))
-                .and_then(|m| m.category())
-                .and_then(|c| c.parse().ok())
-        {
-            category = first;
-            self_confidence = self_confidence.max(0.5);
-        }
-        // Only a relevant match is cited: above its tier's relevance floor
-        // and agreeing with the log's own diagnosis (verify::match_support).
-        let diagnosis = verify::diagnosis(state.journal);
-        let strongest = matches
+    if verdict.category == Category::Unknown
+        && let Some(first) = matches
             .iter()
-            .map(|m| (verify::match_support(m, category, &diagnosis), m))
-            .filter(|(strength, _)| *strength > 0.0)
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some((_, m)) = strongest
-            && let Some(run) = m.run_id()
-        {
-            evidence.push(Evidence {
-                iteration: similar.iteration,
-                quote: run.to_string(),
-            });
-        }
+            .find(|m| verify::above_floor(m))
+            .and_then(|m| m.category())
+            .and_then(|c| c.parse().ok())
+    {
+        verdict.category = first;
+        verdict.self_confidence = verdict.self_confidence.max(0.5);
     }
+    // Only a relevant match is cited: above its tier's relevance floor
+    // and agreeing with the log's own diagnosis (verify::match_support).
+    let diagnosis = verify::diagnosis(state.journal);
+    let strongest = matches
+        .iter()
+        .map(|m| (verify::match_support(m, verdict.category, &diagnosis), m))
+        .filter(|(strength, _)| *strength > 0.0)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((_, m)) = strongest
+        && let Some(run) = m.run_id()
+    {
+        verdict.evidence.push(cite(run.to_string()));
+    }
+    confirmed
+}
 
-    // The knowledge base: prefer an entry of the same category, the matched signature's own entry first.
-    let hit_slugs: Vec<&str> = hits.iter().map(|h| h.slug.as_str()).collect();
+/// The knowledge base: an entry of the answer's category, the matched
+/// signature's own entry first, gives the root cause and the fix (cited);
+/// without one, the strongest line is the root cause.
+fn consult_knowledge(
+    state: &AgentState<'_>,
+    hits: &[Hit],
+    category: Category,
+    evidence: &mut Vec<Evidence>,
+    kb_refs: &mut Vec<String>,
+) -> (String, String) {
     let kb_step = state.observations_of(ToolName::SearchKnowledge).last();
     let kb_matches = kb_step
         .and_then(|s| Observed(&s.observation).parse::<SearchKnowledge>())
@@ -329,10 +411,9 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
         .unwrap_or_default();
     let best = kb_matches
         .iter()
-        .find(|m| hit_slugs.first() == Some(&m.slug.as_str()))
+        .find(|m| hits.first().map(|h| h.slug.as_str()) == Some(m.slug.as_str()))
         .or_else(|| kb_matches.iter().find(|m| m.category == category.as_str()));
-    let mut kb_refs = Vec::new();
-    let (root_cause, fix_from_kb) = match (best, kb_step) {
+    match (best, kb_step) {
         (Some(m), Some(step)) => {
             let slug = m.slug.clone();
             evidence.push(Evidence { iteration: step.iteration, quote: slug.clone() });
@@ -350,36 +431,6 @@ fn draft(state: &AgentState<'_>, excerpt: &StepRecord) -> Draft {
                 "Check the CI job's configuration and rerun it with verbose output.".to_string(),
             ),
         },
-    };
-    // The specifics the log names (tests, diagnostic, packages, command)
-    // lead the root cause; the knowledge base explains the kind.
-    let specifics = specifics::facts_of(state.journal).sentence();
-    let root_cause = match (&specifics, cls.decided_by.as_deref()) {
-        (Some(s), Some(by)) if category != Category::Unknown => {
-            format!("{s} (recognised by {by}). {root_cause}")
-        }
-        (Some(s), _) => format!("{s}. {root_cause}"),
-        _ => root_cause,
-    };
-    let (root_cause, fix) = match confirmed {
-        Some((cause, fix, by)) if !cause.is_empty() => (
-            format!("{cause} (confirmed in review by {by} for this failure fingerprint)"),
-            if fix.is_empty() { fix_from_kb } else { fix },
-        ),
-        _ => (root_cause, fix_from_kb),
-    };
-    // The same line can match several signatures: cite it once.
-    let mut seen = std::collections::HashSet::new();
-    evidence.retain(|e| seen.insert((e.iteration, e.quote.clone())));
-    let (retrieval, _) = verify::retrieval_from_journal(state.journal, category);
-    Draft {
-        category,
-        root_cause,
-        fix,
-        evidence,
-        self_confidence,
-        retrieval,
-        kb_refs,
     }
 }
 

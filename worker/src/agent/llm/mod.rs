@@ -126,18 +126,18 @@ impl LlmReasoner {
         reply: Result<Reply, String>,
         exchange: &mut Value,
     ) -> (Decision, Option<String>) {
-        let invalid = |raw: Value, error: String| Decision::Invalid {
-            thought: String::new(),
+        let invalid = |thought: String, raw: Value, error: String| Decision::Invalid {
+            thought,
             raw,
             error,
         };
         let (id, thought, name, arguments) = match reply {
-            Err(error) => return (invalid(json!({"text": ""}), error), None),
+            Err(error) => return (invalid(String::new(), json!({"text": ""}), error), None),
             Ok(Reply::Text(text)) => {
                 let error =
                     "the reply has no tool call; call one of the tools (final_answer to answer)"
                         .to_string();
-                return (invalid(json!({"text": text}), error), None);
+                return (invalid(String::new(), json!({"text": text}), error), None);
             }
             Ok(Reply::ToolCall {
                 id,
@@ -152,58 +152,10 @@ impl LlmReasoner {
             id
         });
         let raw = json!({"tool": name, "arguments": arguments});
-        let with_thought = |d: Decision| match d {
-            Decision::Invalid { raw, error, .. } => Decision::Invalid {
-                thought: thought.clone(),
-                raw,
-                error,
-            },
-            other => other,
+        let input = match self.checked_input(state, &name, &arguments) {
+            Ok(input) => input,
+            Err(error) => return (invalid(thought, raw, error), id),
         };
-        let Some(tool) = self.tools.iter().find(|t| t["name"] == name.as_str()) else {
-            let names: Vec<&str> = self
-                .tools
-                .iter()
-                .filter_map(|t| t["name"].as_str())
-                .collect();
-            return (
-                with_thought(invalid(
-                    raw,
-                    format!("unknown tool {name:?}; available: {}", names.join(", ")),
-                )),
-                id,
-            );
-        };
-        let input: Value = match serde_json::from_str(&arguments) {
-            Ok(v) => v,
-            Err(e) => {
-                return (
-                    with_thought(invalid(
-                        raw,
-                        format!("arguments of {name} are not valid JSON: {e}"),
-                    )),
-                    id,
-                );
-            }
-        };
-        if let Err(e) = tools::validate(&tool["parameters"], &input) {
-            return (
-                with_thought(invalid(
-                    raw,
-                    format!("arguments of {name} break its schema: {e}"),
-                )),
-                id,
-            );
-        }
-        if state.must_answer() && name != FINAL_ANSWER {
-            return (
-                with_thought(invalid(
-                    raw,
-                    "this was the last iteration and the reply did not call final_answer".into(),
-                )),
-                id,
-            );
-        }
         if name != FINAL_ANSWER {
             return (
                 Decision::Act {
@@ -217,8 +169,40 @@ impl LlmReasoner {
         exchange["arguments"] = Value::String(arguments);
         match draft(&input, state) {
             Ok(draft) => (Decision::Answer { thought, draft }, id),
-            Err(e) => (with_thought(invalid(raw, e)), id),
+            Err(e) => (invalid(thought, raw, e), id),
         }
+    }
+
+    /// A call's arguments, parsed and held to the tool's schema, or what
+    /// the model is told is wrong: an unknown tool, arguments that are not
+    /// JSON or break the schema, or no final answer on the last iteration.
+    fn checked_input(
+        &self,
+        state: &AgentState<'_>,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Value, String> {
+        let Some(tool) = self.tools.iter().find(|t| t["name"] == name) else {
+            let names: Vec<&str> = self
+                .tools
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            return Err(format!(
+                "unknown tool {name:?}; available: {}",
+                names.join(", ")
+            ));
+        };
+        let input: Value = serde_json::from_str(arguments)
+            .map_err(|e| format!("arguments of {name} are not valid JSON: {e}"))?;
+        tools::validate(&tool["parameters"], &input)
+            .map_err(|e| format!("arguments of {name} break its schema: {e}"))?;
+        if state.must_answer() && name != FINAL_ANSWER {
+            return Err(
+                "this was the last iteration and the reply did not call final_answer".into(),
+            );
+        }
+        Ok(input)
     }
 }
 
