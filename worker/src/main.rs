@@ -44,6 +44,9 @@ struct Args {
     http_addr: health::HttpAddr,
 }
 
+/// Start-up in the order it happens (telemetry, settings, database, broker,
+/// sources, tools, health port, reasoner, engine, notifications, signals);
+/// a little over a screen, because each step uses what the one before built.
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -86,56 +89,15 @@ async fn main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!(e))
         .context("invalid configuration")?;
     if let health::HttpAddr(Some(addr)) = args.http_addr {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
-            format!("failed to bind WORKER_HTTP_ADDR={addr} (another worker on this host? use another port, 127.0.0.1:0, or off)")
-        })?;
         let state = health::HttpState {
             pool: pool.clone(),
             metrics,
             shutdown: shutdown_rx.clone(),
         };
-        info!(addr = %listener.local_addr()?, "health and metrics on http://{}", listener.local_addr()?);
-        tokio::spawn(async move {
-            if let Err(e) = health::serve(listener, state).await {
-                tracing::error!(error = %e, "worker HTTP port failed");
-            }
-        });
+        serve_health(addr, state).await?;
     }
-    let llm = LlmConfig::load(&env, Role::Reasoner).context("invalid LLM configuration")?;
-    let llm_fallback = llm.as_ref().is_some_and(|c| c.fallback);
-    let reasoner: Arc<dyn Reasoner> =
-        match llm {
-            Some(cfg) => {
-                info!(
-                    provider = cfg.provider.name(),
-                    model = cfg.model,
-                    base_url = cfg.base_url,
-                    "LLM reasoner"
-                );
-                let limit = (cfg.max_concurrent.is_some() || cfg.requests_per_minute.is_some())
-                    .then(|| SharedLimit {
-                        pool: pool.clone(),
-                        max_concurrent: cfg.max_concurrent,
-                        per_minute: cfg.requests_per_minute,
-                        holder: worker_id.clone(),
-                        slot_ttl: cfg.timeout + Duration::from_secs(30),
-                        max_wait: Duration::from_secs(300),
-                    });
-                Arc::new(LlmReasoner::new(cfg, tools.describe(), limit))
-            }
-            None => Arc::new(HeuristicReasoner),
-        };
-    let judge = LlmConfig::load(&env, Role::Judge)
-        .context("invalid LLM judge configuration")?
-        .map(|cfg| {
-            info!(
-                provider = cfg.provider.name(),
-                model = cfg.model,
-                base_url = cfg.base_url,
-                "judge model"
-            );
-            Arc::new(Judge::new(cfg))
-        });
+    let (reasoner, llm_fallback) = reasoner(&env, &tools, &pool, &worker_id)?;
+    let judge = judge(&env)?;
     let engine = Arc::new(Engine {
         judge,
         pool,
@@ -170,6 +132,69 @@ async fn main() -> anyhow::Result<()> {
         "worker started"
     );
     runtime::run(engine, shutdown_rx).await
+}
+
+/// Binds `WORKER_HTTP_ADDR` and serves health and metrics in the background.
+async fn serve_health(addr: std::net::SocketAddr, state: health::HttpState) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("failed to bind WORKER_HTTP_ADDR={addr} (another worker on this host? use another port, 127.0.0.1:0, or off)")
+    })?;
+    info!(addr = %listener.local_addr()?, "health and metrics on http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = health::serve(listener, state).await {
+            tracing::error!(error = %e, "worker HTTP port failed");
+        }
+    });
+    Ok(())
+}
+
+/// The configured LLM reasoner (with its shared rate limit), else the
+/// heuristic one; and whether the heuristic takes over when the LLM fails
+/// for good (`LLM_FALLBACK`).
+fn reasoner(
+    env: &Source,
+    tools: &ToolBelt,
+    pool: &sqlx::PgPool,
+    worker_id: &str,
+) -> anyhow::Result<(Arc<dyn Reasoner>, bool)> {
+    let Some(cfg) = LlmConfig::load(env, Role::Reasoner).context("invalid LLM configuration")?
+    else {
+        return Ok((Arc::new(HeuristicReasoner), false));
+    };
+    info!(
+        provider = cfg.provider.name(),
+        model = cfg.model,
+        base_url = cfg.base_url,
+        "LLM reasoner"
+    );
+    let fallback = cfg.fallback;
+    let limit =
+        (cfg.max_concurrent.is_some() || cfg.requests_per_minute.is_some()).then(|| SharedLimit {
+            pool: pool.clone(),
+            max_concurrent: cfg.max_concurrent,
+            per_minute: cfg.requests_per_minute,
+            holder: worker_id.to_string(),
+            slot_ttl: cfg.timeout + Duration::from_secs(30),
+            max_wait: Duration::from_secs(300),
+        });
+    Ok((
+        Arc::new(LlmReasoner::new(cfg, tools.describe(), limit)),
+        fallback,
+    ))
+}
+
+/// The judge model, when `LLM_JUDGE_PROVIDER` names one.
+fn judge(env: &Source) -> anyhow::Result<Option<Arc<Judge>>> {
+    let judge = LlmConfig::load(env, Role::Judge).context("invalid LLM judge configuration")?;
+    Ok(judge.map(|cfg| {
+        info!(
+            provider = cfg.provider.name(),
+            model = cfg.model,
+            base_url = cfg.base_url,
+            "judge model"
+        );
+        Arc::new(Judge::new(cfg))
+    }))
 }
 
 fn default_worker_id() -> String {

@@ -333,6 +333,49 @@ pub fn suspicions(journal: &[StepRecord]) -> Vec<Value> {
     found
 }
 
+/// Where an answer of `confidence` goes: review when a tool result read as
+/// instructions to the model, else by the thresholds (a self-correction
+/// only while the run may still take one).
+fn route(
+    confidence: f32,
+    thresholds: Thresholds,
+    may_self_correct: bool,
+    suspicious: &[Value],
+) -> Route {
+    if let Some(first) = suspicious.first() {
+        Route::Review {
+            reason: format!(
+                "possible prompt injection: {} place(s) in the tool results read as instructions \
+                 to the model or were refused as out of scope (first: iteration {}, {}: {:?}); \
+                 confidence {confidence:.2} is held below auto-accept and a human decides",
+                suspicious.len(),
+                first["iteration"],
+                first["why"].as_str().unwrap_or_default(),
+                first["text"].as_str().unwrap_or_default(),
+            ),
+        }
+    } else if confidence >= thresholds.auto {
+        Route::Complete
+    } else if may_self_correct
+        && confidence >= thresholds.self_correct
+        && confidence < thresholds.review
+    {
+        Route::SelfCorrect {
+            feedback: format!(
+                "confidence {confidence:.2} is below {:.2}: gather more evidence before answering again",
+                thresholds.review
+            ),
+        }
+    } else {
+        Route::Review {
+            reason: format!(
+                "low confidence {confidence:.2} (auto-accept needs {:.2})",
+                thresholds.auto
+            ),
+        }
+    }
+}
+
 /// Verifies `draft` against the journal and routes it. `may_self_correct` is
 /// false once the run has self-corrected or has no iteration left; `judge`
 /// is the judge model's score, when one was configured and answered.
@@ -380,38 +423,7 @@ pub fn verify(
         confidence = confidence.min((thresholds.auto - INJECTION_MARGIN).max(0.0));
     }
     let confidence = (confidence * 1000.0).round() / 1000.0;
-    let route = if let Some(first) = suspicious.first() {
-        Route::Review {
-            reason: format!(
-                "possible prompt injection: {} place(s) in the tool results read as instructions \
-                 to the model or were refused as out of scope (first: iteration {}, {}: {:?}); \
-                 confidence {confidence:.2} is held below auto-accept and a human decides",
-                suspicious.len(),
-                first["iteration"],
-                first["why"].as_str().unwrap_or_default(),
-                first["text"].as_str().unwrap_or_default(),
-            ),
-        }
-    } else if confidence >= thresholds.auto {
-        Route::Complete
-    } else if may_self_correct
-        && confidence >= thresholds.self_correct
-        && confidence < thresholds.review
-    {
-        Route::SelfCorrect {
-            feedback: format!(
-                "confidence {confidence:.2} is below {:.2}: gather more evidence before answering again",
-                thresholds.review
-            ),
-        }
-    } else {
-        Route::Review {
-            reason: format!(
-                "low confidence {confidence:.2} (auto-accept needs {:.2})",
-                thresholds.auto
-            ),
-        }
-    };
+    let route = route(confidence, thresholds, may_self_correct, &suspicious);
     let parts = json!({
         "self": draft.self_confidence, "retrieval": draft.retrieval, "grounding": grounding,
         "judge": judge, "weights": w,

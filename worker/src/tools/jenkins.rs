@@ -70,57 +70,7 @@ impl Tool for JenkinsConsole {
             let payload = events::payload(&ctx.pool, ctx.event_id)
                 .await?
                 .unwrap_or_default();
-            let own = own_job(jenkins, event.as_ref(), &payload);
-            let out_of_scope = |what: String| {
-                ToolError::Invalid(match &own {
-                    Some(job) => format!(
-                        "{OUT_OF_SCOPE} jenkins_console reads only the failing job ({}), not \
-                         {what} (omit \"job\"; pass only \"build\" for another build of the \
-                         same job)",
-                        job.as_str()
-                    ),
-                    None => format!(
-                        "{OUT_OF_SCOPE} jenkins_console reads only the failing job, and this \
-                         failure names none; {what} is not it"
-                    ),
-                })
-            };
-            let url = match (args.job.as_deref(), args.build) {
-                (Some(job), Some(build)) => {
-                    let url = jenkins
-                        .console_url(job, build)
-                        .map_err(ToolError::Invalid)?;
-                    if own.as_ref() != Some(&job_of(&url)) {
-                        return Err(out_of_scope(format!("job {job:?}")));
-                    }
-                    url
-                }
-                (None, Some(build)) => match &own {
-                    Some(job) => build_of(job, build),
-                    None => return Err(out_of_scope(format!("build {build}"))),
-                },
-                (None, None) => {
-                    let console = payload["jenkins"]["console_url"].as_str();
-                    let number = event.as_ref().and_then(|e| e.build_number.as_deref());
-                    match (console, &own, number.and_then(|n| n.parse::<u64>().ok())) {
-                        (Some(console), _, _) => {
-                            jenkins.resolve(console).map_err(ToolError::Failed)?
-                        }
-                        (None, Some(job), Some(build)) if build > 0 => build_of(job, build),
-                        _ => {
-                            return Err(ToolError::Invalid(
-                                "the failure is not a Jenkins build: jenkins_console reads only the failing job's builds"
-                                    .into(),
-                            ));
-                        }
-                    }
-                }
-                (Some(_), None) => {
-                    return Err(ToolError::Invalid(
-                        "pass \"build\" with \"job\", or neither".into(),
-                    ));
-                }
-            };
+            let url = console_url(jenkins, &args, event.as_ref(), &payload)?;
             let keep = if args.part == Some(Part::Head) {
                 Keep::Head
             } else {
@@ -153,6 +103,67 @@ impl Tool for JenkinsConsole {
             })
         })
     }
+}
+
+/// The console a call reads: the failing build (the default), another
+/// build of the failing job, or that job named again; any other job is out
+/// of scope.
+fn console_url(
+    jenkins: &JenkinsClient,
+    args: &Args,
+    event: Option<&EventRow>,
+    payload: &Value,
+) -> Result<Url, ToolError> {
+    let own = own_job(jenkins, event, payload);
+    let out_of_scope = |what: String| {
+        ToolError::Invalid(match &own {
+            Some(job) => format!(
+                "{OUT_OF_SCOPE} jenkins_console reads only the failing job ({}), not \
+                 {what} (omit \"job\"; pass only \"build\" for another build of the \
+                 same job)",
+                job.as_str()
+            ),
+            None => format!(
+                "{OUT_OF_SCOPE} jenkins_console reads only the failing job, and this \
+                 failure names none; {what} is not it"
+            ),
+        })
+    };
+    let url = match (args.job.as_deref(), args.build) {
+        (Some(job), Some(build)) => {
+            let url = jenkins
+                .console_url(job, build)
+                .map_err(ToolError::Invalid)?;
+            if own.as_ref() != Some(&job_of(&url)) {
+                return Err(out_of_scope(format!("job {job:?}")));
+            }
+            url
+        }
+        (None, Some(build)) => match &own {
+            Some(job) => build_of(job, build),
+            None => return Err(out_of_scope(format!("build {build}"))),
+        },
+        (None, None) => {
+            let console = payload["jenkins"]["console_url"].as_str();
+            let number = event.and_then(|e| e.build_number.as_deref());
+            match (console, &own, number.and_then(|n| n.parse::<u64>().ok())) {
+                (Some(console), _, _) => jenkins.resolve(console).map_err(ToolError::Failed)?,
+                (None, Some(job), Some(build)) if build > 0 => build_of(job, build),
+                _ => {
+                    return Err(ToolError::Invalid(
+                        "the failure is not a Jenkins build: jenkins_console reads only the failing job's builds"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        (Some(_), None) => {
+            return Err(ToolError::Invalid(
+                "pass \"build\" with \"job\", or neither".into(),
+            ));
+        }
+    };
+    Ok(url)
 }
 
 /// The failure's own job under `JENKINS_URL` (`…/job/a/job/b`), from the

@@ -4,6 +4,7 @@
 //! would have sent without the crash.
 
 use faultline_shared::{
+    StepRecord,
     tool::Observed,
     types::{FINAL_ANSWER, INVALID_RESPONSE},
 };
@@ -104,65 +105,7 @@ pub fn build(state: &AgentState<'_>) -> Conversation {
     );
     let mut turns = Vec::new();
     for step in state.journal {
-        let id = step
-            .call_id
-            .clone()
-            .unwrap_or_else(|| format!("fl_{}", step.iteration));
-        if step.action == INVALID_RESPONSE {
-            let error = Observed(&step.observation)
-                .error()
-                .unwrap_or("unusable reply")
-                .to_string();
-            match step.action_input["tool"].as_str() {
-                Some(name) => {
-                    turns.push(Turn::Call {
-                        id: id.clone(),
-                        thought: step.thought.clone(),
-                        name: name.to_string(),
-                        arguments: step.action_input["arguments"]
-                            .as_str()
-                            .unwrap_or("{}")
-                            .to_string(),
-                    });
-                    turns.push(Turn::Result {
-                        id,
-                        content: format!("error: {error}"),
-                        is_error: true,
-                    });
-                }
-                None => {
-                    turns.push(Turn::AssistantText(
-                        step.action_input["text"].as_str().unwrap_or("").to_string(),
-                    ));
-                    turns.push(Turn::User(format!("Your last reply could not be used: {error}. Reply with exactly one tool call.")));
-                }
-            }
-            continue;
-        }
-        let arguments = if step.action == FINAL_ANSWER {
-            step.llm
-                .as_ref()
-                .and_then(|l| l["arguments"].as_str().map(str::to_string))
-                .unwrap_or_else(|| step.action_input.to_string())
-        } else {
-            step.action_input.to_string()
-        };
-        turns.push(Turn::Call {
-            id: id.clone(),
-            thought: step.thought.clone(),
-            name: step.action.clone(),
-            arguments,
-        });
-        let observed = Observed(&step.observation);
-        let content = truncate(
-            &json!({"iteration": step.iteration, "result": observed.result()}).to_string(),
-        );
-        let is_error = observed.is_error();
-        turns.push(Turn::Result {
-            id,
-            content,
-            is_error,
-        });
+        turns.extend(turns_of(step));
     }
     if state.must_answer() {
         turns.push(Turn::User(
@@ -174,6 +117,69 @@ pub fn build(state: &AgentState<'_>) -> Conversation {
         first_user,
         turns,
     }
+}
+
+/// The two turns one journaled step was: the call the model made (or its
+/// unusable reply) and what it was told back.
+fn turns_of(step: &StepRecord) -> [Turn; 2] {
+    let id = step
+        .call_id
+        .clone()
+        .unwrap_or_else(|| format!("fl_{}", step.iteration));
+    if step.action == INVALID_RESPONSE {
+        let error = Observed(&step.observation)
+            .error()
+            .unwrap_or("unusable reply")
+            .to_string();
+        return match step.action_input["tool"].as_str() {
+            Some(name) => [
+                Turn::Call {
+                    id: id.clone(),
+                    thought: step.thought.clone(),
+                    name: name.to_string(),
+                    arguments: step.action_input["arguments"]
+                        .as_str()
+                        .unwrap_or("{}")
+                        .to_string(),
+                },
+                Turn::Result {
+                    id,
+                    content: format!("error: {error}"),
+                    is_error: true,
+                },
+            ],
+            None => [
+                Turn::AssistantText(step.action_input["text"].as_str().unwrap_or("").to_string()),
+                Turn::User(format!(
+                    "Your last reply could not be used: {error}. Reply with exactly one tool call."
+                )),
+            ],
+        };
+    }
+    let arguments = if step.action == FINAL_ANSWER {
+        step.llm
+            .as_ref()
+            .and_then(|l| l["arguments"].as_str().map(str::to_string))
+            .unwrap_or_else(|| step.action_input.to_string())
+    } else {
+        step.action_input.to_string()
+    };
+    let observed = Observed(&step.observation);
+    let content =
+        truncate(&json!({"iteration": step.iteration, "result": observed.result()}).to_string());
+    [
+        Turn::Call {
+            id: id.clone(),
+            thought: step.thought.clone(),
+            name: step.action.clone(),
+            arguments,
+        },
+        Turn::Result {
+            id,
+            content,
+            is_error: observed.is_error(),
+        },
+    ]
 }
 
 fn truncate(s: &str) -> String {
