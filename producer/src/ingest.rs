@@ -9,7 +9,7 @@ use std::{
 
 use anyhow::{Context, bail};
 use faultline_shared::{
-    Settings,
+    RunStatus, Settings,
     queue::{PRIORITY_BULK, PRIORITY_LIVE},
     storage::{
         events::{self, Ingested, NewEvent, RunLimits},
@@ -155,7 +155,7 @@ pub async fn wait_for(
         let run = runs::get(pool, run_id)
             .await?
             .with_context(|| format!("run {run_id} not found"))?;
-        if run.status().is_terminal() {
+        if run.status.is_terminal() {
             return Ok(run);
         }
         let now = tokio::time::Instant::now();
@@ -167,7 +167,7 @@ pub async fn wait_for(
             );
         }
         if !warned
-            && run.status == "queued"
+            && run.status == RunStatus::Queued
             && run.iteration == 0
             && now - started > Duration::from_secs(15)
         {

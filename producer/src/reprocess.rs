@@ -298,16 +298,10 @@ async fn wait(pool: &PgPool, batch: &Batch, total: i64, timeout: Duration) -> an
     }
 }
 
-fn terminal(status: &str) -> bool {
-    status
-        .parse::<RunStatus>()
-        .is_ok_and(RunStatus::is_terminal)
-}
-
 fn finished(groups: &[Comparison]) -> i64 {
     groups
         .iter()
-        .filter(|g| terminal(&g.new_status))
+        .filter(|g| g.new_status.is_terminal())
         .map(|g| g.runs)
         .sum()
 }
@@ -317,7 +311,10 @@ fn finished(groups: &[Comparison]) -> i64 {
 async fn print_summary(pool: &PgPool, batch: &Batch, as_json: bool) -> anyhow::Result<()> {
     let groups = reprocess::compare(pool, batch.id).await?;
     let total: i64 = groups.iter().map(|g| g.runs).sum();
-    let done: Vec<&Comparison> = groups.iter().filter(|g| terminal(&g.new_status)).collect();
+    let done: Vec<&Comparison> = groups
+        .iter()
+        .filter(|g| g.new_status.is_terminal())
+        .collect();
     let finished: i64 = done.iter().map(|g| g.runs).sum();
     let changed =
         |g: &Comparison| g.prev_category != g.new_category || g.prev_status != g.new_status;
@@ -325,7 +322,9 @@ async fn print_summary(pool: &PgPool, batch: &Batch, as_json: bool) -> anyhow::R
     let mut by_category: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     let mut by_outcome: BTreeMap<String, i64> = BTreeMap::new();
     for g in &done {
-        let cat = g.prev_category.clone().unwrap_or_else(|| "-".into());
+        let cat = g
+            .prev_category
+            .map_or_else(|| "-".into(), |c| c.to_string());
         let e = by_category.entry(cat).or_default();
         e.0 += g.runs;
         if changed(g) {

@@ -283,7 +283,7 @@ fn print_list(items: &[ReviewRow], as_json: bool) -> anyhow::Result<()> {
             "  {}  run {}  {:<16} {:>5}  {}  {}  [{}]",
             i.id,
             i.run_id,
-            i.category.as_deref().unwrap_or("-"),
+            i.category.map_or("-", |c| c.as_str()),
             i.confidence
                 .map(|c| format!("{c:.2}"))
                 .unwrap_or_else(|| "-".into()),

@@ -2,16 +2,29 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::{fmt, str::FromStr};
 use uuid::Uuid;
 
 pub use faultline_analysis::Category;
 
 use crate::specifics::Specifics;
 
-/// Where a run is in its lifecycle (the `analysis_runs.status` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a run is in its lifecycle (the `analysis_runs.status` column; read
+/// and written as text, see [`crate::storage::columns`]).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum RunStatus {
     Queued,
     Running,
@@ -23,14 +36,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::RetryWait => "retry_wait",
-            RunStatus::Completed => "completed",
-            RunStatus::NeedsReview => "needs_review",
-            RunStatus::Failed => "failed",
-        }
+        self.into()
     }
 
     /// A terminal state is one of the three outcomes of I1.
@@ -39,27 +45,6 @@ impl RunStatus {
             self,
             RunStatus::Completed | RunStatus::NeedsReview | RunStatus::Failed
         )
-    }
-}
-
-impl FromStr for RunStatus {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "queued" => RunStatus::Queued,
-            "running" => RunStatus::Running,
-            "retry_wait" => RunStatus::RetryWait,
-            "completed" => RunStatus::Completed,
-            "needs_review" => RunStatus::NeedsReview,
-            "failed" => RunStatus::Failed,
-            other => return Err(format!("unknown run status {other:?}")),
-        })
-    }
-}
-
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -168,6 +153,21 @@ mod tests {
         assert!(answer.specifics.is_empty());
         // Nothing specific: the stored shape does not change either.
         assert_eq!(serde_json::to_value(&answer).unwrap(), old);
+    }
+
+    #[test]
+    fn run_statuses_round_trip_through_their_names() {
+        use strum::VariantArray as _;
+        for &s in RunStatus::VARIANTS {
+            assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), s);
+            assert_eq!(s.to_string(), s.as_str());
+            assert_eq!(
+                serde_json::to_value(s).unwrap(),
+                Value::String(s.as_str().into())
+            );
+        }
+        assert_eq!(RunStatus::NeedsReview.as_str(), "needs_review");
+        assert!("paused".parse::<RunStatus>().is_err());
     }
 
     #[test]

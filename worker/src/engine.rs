@@ -579,7 +579,7 @@ impl Engine {
         info!(action = %record.action, ?finished, "iteration committed");
         if let Next::Finish(f) = &next {
             tracing::Span::current().record("category", f.category.as_str());
-            metrics::analysis_finished(f.status.as_str(), &f.category);
+            metrics::analysis_finished(f.status.as_str(), f.category.as_str());
         }
         let next = kept.map(|lease| {
             journal.push(record);
@@ -830,7 +830,7 @@ fn finish(
     Next::Finish(Finish {
         status,
         result: json.clone(),
-        category: answer.category.as_str().to_string(),
+        category: answer.category,
         confidence: answer.confidence,
         review_reason,
     })

@@ -63,7 +63,7 @@ async fn authorize(parts: &Parts, state: &AppState, needed: Role) -> Result<Toke
             "unknown, revoked or expired API token",
         ));
     };
-    if !row.role().grants(needed) {
+    if !row.role.grants(needed) {
         return Err(AppError::Forbidden(format!(
             "token {:?} has role {}; this needs {needed} or admin",
             row.name, row.role
@@ -84,7 +84,7 @@ pub struct Reviewer(pub TokenRow);
 
 impl Reviewer {
     pub fn is_admin(&self) -> bool {
-        self.0.role() == Role::Admin
+        self.0.role == Role::Admin
     }
 }
 

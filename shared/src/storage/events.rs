@@ -6,12 +6,13 @@
 use std::{
     collections::VecDeque,
     io::{self, BufRead, Read, Write},
+    sync::LazyLock,
 };
 
 use flate2::{Compression, read::GzDecoder, write::GzEncoder};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
+use sqlx::{PgConnection, PgPool, Row};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use uuid::Uuid;
 
@@ -27,10 +28,62 @@ pub enum LogKind {
 }
 
 impl LogKind {
+    const ALL: [LogKind; 2] = [LogKind::Failure, LogKind::Baseline];
+
     fn chunks(self) -> &'static str {
         match self {
             LogKind::Failure => "event_log_chunks",
             LogKind::Baseline => "baseline_log_chunks",
+        }
+    }
+
+    /// The statements on this log's chunk table.
+    fn chunk_sql(self) -> &'static ChunkSql {
+        static FAILURE: LazyLock<ChunkSql> = LazyLock::new(|| ChunkSql::of(LogKind::Failure));
+        static BASELINE: LazyLock<ChunkSql> = LazyLock::new(|| ChunkSql::of(LogKind::Baseline));
+        match self {
+            LogKind::Failure => &FAILURE,
+            LogKind::Baseline => &BASELINE,
+        }
+    }
+}
+
+/// The chunk statements of both logs, named as [`super::built_statements`] lists them.
+pub(crate) fn chunk_statements() -> Vec<(String, &'static str)> {
+    LogKind::ALL
+        .into_iter()
+        .flat_map(|kind| {
+            let sql = kind.chunk_sql();
+            [
+                ("insert", &sql.insert),
+                ("delete", &sql.delete),
+                ("next", &sql.next),
+            ]
+            .map(|(what, text)| (format!("events::chunk_sql({kind:?}).{what}"), text.as_str()))
+        })
+        .collect()
+}
+
+/// The statements on one chunk table ([`LogKind::chunks`]).
+struct ChunkSql {
+    /// [`insert_chunk`].
+    insert: String,
+    /// Drops a chunk from the middle of a capped log ([`LogWriter`]).
+    delete: String,
+    /// [`next_chunk_of`].
+    next: String,
+}
+
+impl ChunkSql {
+    fn of(kind: LogKind) -> ChunkSql {
+        let table = kind.chunks();
+        ChunkSql {
+            insert: format!("INSERT INTO {table} (event_id, seq, data_gz) VALUES ($1, $2, $3)"),
+            delete: format!("DELETE FROM {table} WHERE event_id = $1 AND seq = $2"),
+            next: format!(
+                "SELECT seq, data_gz FROM {table} WHERE event_id = $1 AND seq >= $2
+         ORDER BY seq LIMIT 1"
+            ),
         }
     }
 }
@@ -286,14 +339,11 @@ impl LogWriter {
             cap.tail.push_back((self.seq, len));
             while self.stored > cap.max && cap.tail.len() > 1 {
                 let (seq, len) = cap.tail.pop_front().expect("more than one tail chunk");
-                let table = self.kind.chunks();
-                sqlx::query(AssertSqlSafe(format!(
-                    "DELETE FROM {table} WHERE event_id = $1 AND seq = $2"
-                )))
-                .bind(self.event_id)
-                .bind(seq)
-                .execute(&mut *conn)
-                .await?;
+                sqlx::query(self.kind.chunk_sql().delete.as_str())
+                    .bind(self.event_id)
+                    .bind(seq)
+                    .execute(&mut *conn)
+                    .await?;
                 self.stored -= len;
                 cap.cut += len;
             }
@@ -339,15 +389,12 @@ async fn insert_chunk(
     seq: i32,
     data: &[u8],
 ) -> sqlx::Result<()> {
-    let table = kind.chunks();
-    sqlx::query(AssertSqlSafe(format!(
-        "INSERT INTO {table} (event_id, seq, data_gz) VALUES ($1, $2, $3)"
-    )))
-    .bind(event_id)
-    .bind(seq)
-    .bind(gzip(data)?)
-    .execute(conn)
-    .await?;
+    sqlx::query(kind.chunk_sql().insert.as_str())
+        .bind(event_id)
+        .bind(seq)
+        .bind(gzip(data)?)
+        .execute(conn)
+        .await?;
     Ok(())
 }
 
@@ -377,14 +424,16 @@ pub struct EventRow {
 pub(crate) const EVENT_COLUMNS: &str = "id, dedup_key, source, job_name, build_number, test_name,
     repository, commit_sha, log_name, log_bytes, received_at";
 
+/// [`get`]'s statement.
+pub(crate) static GET: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {EVENT_COLUMNS} FROM failure_events WHERE id = $1"));
+
 /// Reads one event's metadata.
 pub async fn get(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<EventRow>> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {EVENT_COLUMNS} FROM failure_events WHERE id = $1"
-    )))
-    .bind(id)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(GET.as_str())
+        .bind(id)
+        .fetch_optional(pool)
+        .await
 }
 
 /// Reads an event's payload (what the CI system sent, minus the log).
@@ -412,15 +461,11 @@ pub async fn next_chunk_of(
     event_id: Uuid,
     seq: i32,
 ) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
-    let table = kind.chunks();
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT seq, data_gz FROM {table} WHERE event_id = $1 AND seq >= $2
-         ORDER BY seq LIMIT 1"
-    )))
-    .bind(event_id)
-    .bind(seq)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(kind.chunk_sql().next.as_str())
+        .bind(event_id)
+        .bind(seq)
+        .fetch_optional(pool)
+        .await
 }
 
 /// A blocking reader over an event's stored log, one chunk in memory at a

@@ -5,6 +5,8 @@
 //! failures, flakiness (a commit that both passed and failed), when the
 //! failure was first seen and the last commit that passed.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
@@ -106,18 +108,9 @@ const OUTCOMES: &str = "WITH o AS (
         FROM ci_outcomes
         WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2))";
 
-/// Reads the history of `job` and/or `test` with its `recent` latest outcomes.
-pub async fn history(
-    pool: &PgPool,
-    job: Option<&str>,
-    test: Option<&str>,
-    recent: i64,
-) -> Result<History, HistoryError> {
-    if job.is_none() && test.is_none() {
-        return Err(HistoryError::NoSubject);
-    }
-    let mut h: History = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{OUTCOMES},
+/// [`history`]'s statement.
+pub(crate) static HISTORY: LazyLock<String> = LazyLock::new(|| {
+    format!("{OUTCOMES},
          last_pass AS (SELECT at, commit_sha FROM o WHERE outcome = 'success' ORDER BY at DESC LIMIT 1)
          SELECT count(*) FILTER (WHERE outcome = 'failure') AS failures,
                 count(*) FILTER (WHERE outcome = 'success') AS passes,
@@ -130,20 +123,37 @@ pub async fn history(
                 coalesce((SELECT array_agg(c ORDER BY c) FROM (
                     SELECT commit_sha AS c FROM o WHERE commit_sha IS NOT NULL
                     GROUP BY commit_sha HAVING count(DISTINCT outcome) = 2) f), '{{}}') AS flaky_commits
-         FROM o"
-    )))
-    .bind(job)
-    .bind(test)
-    .fetch_one(pool)
-    .await?;
-    h.flaky = !h.flaky_commits.is_empty();
-    h.recent = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+         FROM o")
+});
+
+/// [`history`]'s statement of the recent outcomes.
+pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $3"
-    )))
-    .bind(job)
-    .bind(test)
-    .bind(recent)
-    .fetch_all(pool)
-    .await?;
+    )
+});
+
+/// Reads the history of `job` and/or `test` with its `recent` latest outcomes.
+pub async fn history(
+    pool: &PgPool,
+    job: Option<&str>,
+    test: Option<&str>,
+    recent: i64,
+) -> Result<History, HistoryError> {
+    if job.is_none() && test.is_none() {
+        return Err(HistoryError::NoSubject);
+    }
+    let mut h: History = sqlx::query_as(HISTORY.as_str())
+        .bind(job)
+        .bind(test)
+        .fetch_one(pool)
+        .await?;
+    h.flaky = !h.flaky_commits.is_empty();
+    h.recent = sqlx::query_as(RECENT.as_str())
+        .bind(job)
+        .bind(test)
+        .bind(recent)
+        .fetch_all(pool)
+        .await?;
     Ok(h)
 }

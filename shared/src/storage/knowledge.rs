@@ -17,7 +17,7 @@ pub async fn upsert_entries(
         sqlx::query(
             "INSERT INTO knowledge_base (slug, title, category, symptoms, root_cause, fix, keywords, signatures, source, search)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-                     setweight(to_tsvector('english', $2 || ' ' || array_to_string($7, ' ')), 'A')
+                     setweight(to_tsvector('english', $2 || ' ' || array_to_string($7::text[], ' ')), 'A')
                      || setweight(to_tsvector('english', $4), 'B')
                      || setweight(to_tsvector('english', $5 || ' ' || $6), 'C'))
              ON CONFLICT (slug) DO UPDATE SET

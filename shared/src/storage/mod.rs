@@ -16,9 +16,12 @@
 //! - [`log_fetches`]: logs a worker fetched from GitHub / Jenkins (once per event).
 //! - [`baselines`]: the last green log of a failure's job, fetched once per
 //!   event (or why there is none), for the excerpt's baseline.
+//! - [`columns`]: how the enums stored as text (statuses, roles,
+//!   categories) are bound and read back.
 //! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
 
 pub mod baselines;
+pub mod columns;
 pub mod events;
 pub mod history;
 pub mod knowledge;
@@ -33,6 +36,73 @@ pub mod similar;
 pub mod steps;
 pub mod tasks;
 pub mod tokens;
+
+/// A statement of the storage layer built at run time (from column lists,
+/// shared clauses or a variant's parts), for the test that prepares every
+/// statement against the migrated schema (`tests/tests/statements.rs`).
+/// That test reads the literal statements from the source files and
+/// checks that every call site that does not pass a literal passes one of
+/// these, by name.
+#[doc(hidden)]
+pub struct Statement {
+    /// `module::NAME` (the file and the static or function the call site uses).
+    pub name: String,
+    pub sql: &'static str,
+    /// The types the statement is bound with, when Postgres cannot infer
+    /// them all (a checkpoint variant leaves some parameters out).
+    pub param_types: Option<Vec<sqlx::postgres::PgTypeInfo>>,
+}
+
+/// Every statement built at run time, including each variant of the
+/// checkpoint statement; see [`Statement`].
+#[doc(hidden)]
+pub fn built_statements() -> Vec<Statement> {
+    let named: [(&str, &'static str); 24] = [
+        ("events::GET", &events::GET),
+        ("history::HISTORY", &history::HISTORY),
+        ("history::RECENT", &history::RECENT),
+        ("reprocess::FIND", &reprocess::FIND),
+        ("reprocess::GET", &reprocess::GET),
+        ("reprocess::OPEN", &reprocess::OPEN),
+        ("reprocess::REMAINING", &reprocess::REMAINING),
+        ("reprocess::ENQUEUE_CHUNK", &reprocess::ENQUEUE_CHUNK),
+        ("review::INSERT", &review::INSERT),
+        ("review::LIST", &review::LIST),
+        ("review::FOR_RUN", &review::FOR_RUN),
+        ("review::GET", &review::GET),
+        ("review::CLAIM_NEXT", &review::CLAIM_NEXT),
+        ("runs::GET", &runs::GET),
+        ("runs::CLAIM", &runs::CLAIM),
+        ("runs::RECORD_FAILURE", &runs::RECORD_FAILURE),
+        ("runs::RECONCILE_EXPIRED", &runs::RECONCILE_EXPIRED),
+        ("similar::BY_FINGERPRINT", &similar::BY_FINGERPRINT),
+        ("similar::BY_TRIGRAM", &similar::BY_TRIGRAM),
+        ("similar::BY_FULLTEXT", &similar::BY_FULLTEXT),
+        ("steps::LIST", &steps::LIST),
+        ("tokens::CREATE", &tokens::CREATE),
+        ("tokens::FIND_ACTIVE", &tokens::FIND_ACTIVE),
+        ("tokens::LIST", &tokens::LIST),
+    ];
+    named
+        .into_iter()
+        .map(|(name, sql)| (name.to_string(), sql))
+        .chain(events::chunk_statements())
+        .map(|(name, sql)| Statement {
+            name,
+            sql,
+            param_types: None,
+        })
+        .chain(
+            runs::checkpoint_statements()
+                .into_iter()
+                .map(|(name, sql, types)| Statement {
+                    name,
+                    sql,
+                    param_types: Some(types),
+                }),
+        )
+        .collect()
+}
 
 /// True for database errors worth retrying: the connection or pool went
 /// away, or Postgres asked us to retry (serialization, deadlock, shutdown).

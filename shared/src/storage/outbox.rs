@@ -18,6 +18,39 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+/// Where a notification is (the `notification_outbox.status` column).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum OutboxStatus {
+    /// Waiting for (another) delivery attempt.
+    Pending,
+    /// Every target accepted it.
+    Delivered,
+    /// Its kind is not notified (configuration).
+    Skipped,
+    /// Attempts exhausted.
+    Dead,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// A claimed notification with what a delivery needs.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Claimed {
@@ -110,7 +143,7 @@ pub async fn record_attempt(
         Attempt::Delivered { delivered } => (true, delivered.clone(), None),
         Attempt::Failed { delivered, error } => (false, delivered.clone(), Some(error.as_str())),
     };
-    let row: Option<(String, DateTime<Utc>)> = sqlx::query_as(
+    let row: Option<(OutboxStatus, DateTime<Utc>)> = sqlx::query_as(
         "UPDATE notification_outbox o SET
              attempts = o.attempts + 1, locked_by = NULL, locked_until = NULL,
              delivered_to = o.delivered_to || $4::text[], last_error = $5,
@@ -134,8 +167,8 @@ pub async fn record_attempt(
     .await?;
     Ok(match row {
         None => AfterAttempt::LockLost,
-        Some((status, _)) if status == "delivered" => AfterAttempt::Delivered,
-        Some((status, _)) if status == "dead" => AfterAttempt::Dead,
+        Some((OutboxStatus::Delivered, _)) => AfterAttempt::Delivered,
+        Some((OutboxStatus::Dead, _)) => AfterAttempt::Dead,
         Some((_, at)) => AfterAttempt::RetryAt(at),
     })
 }
@@ -146,7 +179,7 @@ pub struct OutboxRow {
     pub id: Uuid,
     pub run_id: Uuid,
     pub kind: String,
-    pub status: String,
+    pub status: OutboxStatus,
     pub delivered_to: Vec<String>,
     pub attempts: i32,
     pub next_attempt_at: DateTime<Utc>,

@@ -7,13 +7,18 @@
 //! links to the run it re-analyses (`reprocess_of`); the original keeps its
 //! result, so verdicts can be compared.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::events::RunLimits;
-use crate::{queue, types::StepTask};
+use super::{columns::CategoryColumn, events::RunLimits};
+use crate::{
+    queue,
+    types::{RunStatus, StepTask},
+};
 
 /// Which past failures to re-analyse: events received in `[since, until)`
 /// whose latest finished run matches the filters.
@@ -73,42 +78,51 @@ const CANDIDATES: &str = "
       AND ($5::text IS NULL OR prev.status = $5)
       AND NOT EXISTS (SELECT 1 FROM analysis_runs x WHERE x.reprocess_batch = $1 AND x.event_id = e.id)";
 
+/// [`find`]'s statement.
+pub(crate) static FIND: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {BATCH_COLUMNS} FROM reprocess_batches WHERE batch_key = $1"));
+
 /// The batch of `window`, if it was started before.
 pub async fn find(pool: &PgPool, window: &Window) -> sqlx::Result<Option<Batch>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {BATCH_COLUMNS} FROM reprocess_batches WHERE batch_key = $1"
-    )))
-    .bind(window.key())
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(FIND.as_str())
+        .bind(window.key())
+        .fetch_optional(pool)
+        .await
 }
+
+/// [`get`]'s statement.
+pub(crate) static GET: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {BATCH_COLUMNS} FROM reprocess_batches WHERE id = $1"));
 
 /// One batch by id.
 pub async fn get(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Batch>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {BATCH_COLUMNS} FROM reprocess_batches WHERE id = $1"
-    )))
-    .bind(id)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(GET.as_str())
+        .bind(id)
+        .fetch_optional(pool)
+        .await
 }
 
-/// Creates the batch of `window`, or returns the existing one (`false`).
-pub async fn open(pool: &PgPool, window: &Window, created_by: &str) -> sqlx::Result<(Batch, bool)> {
-    let created: Option<Batch> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+/// [`open`]'s statement.
+pub(crate) static OPEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "INSERT INTO reprocess_batches (id, batch_key, since, until, category, status, created_by)
          VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (batch_key) DO NOTHING RETURNING {BATCH_COLUMNS}"
-    )))
-    .bind(Uuid::now_v7())
-    .bind(window.key())
-    .bind(window.since)
-    .bind(window.until)
-    .bind(&window.category)
-    .bind(&window.status)
-    .bind(created_by)
-    .fetch_optional(pool)
-    .await?;
+    )
+});
+
+/// Creates the batch of `window`, or returns the existing one (`false`).
+pub async fn open(pool: &PgPool, window: &Window, created_by: &str) -> sqlx::Result<(Batch, bool)> {
+    let created: Option<Batch> = sqlx::query_as(OPEN.as_str())
+        .bind(Uuid::now_v7())
+        .bind(window.key())
+        .bind(window.since)
+        .bind(window.until)
+        .bind(&window.category)
+        .bind(&window.status)
+        .bind(created_by)
+        .fetch_optional(pool)
+        .await?;
     match created {
         Some(b) => Ok((b, true)),
         None => Ok((
@@ -118,18 +132,20 @@ pub async fn open(pool: &PgPool, window: &Window, created_by: &str) -> sqlx::Res
     }
 }
 
+/// [`remaining`]'s statement.
+pub(crate) static REMAINING: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT count(*) FROM ({CANDIDATES}) c"));
+
 /// How many events of `window` are not yet in `batch` (a dry run passes `None`).
 pub async fn remaining(pool: &PgPool, window: &Window, batch: Option<Uuid>) -> sqlx::Result<i64> {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT count(*) FROM ({CANDIDATES}) c"
-    )))
-    .bind(batch.unwrap_or_else(Uuid::nil))
-    .bind(window.since)
-    .bind(window.until)
-    .bind(&window.category)
-    .bind(&window.status)
-    .fetch_one(pool)
-    .await
+    sqlx::query_scalar(REMAINING.as_str())
+        .bind(batch.unwrap_or_else(Uuid::nil))
+        .bind(window.since)
+        .bind(window.until)
+        .bind(&window.category)
+        .bind(&window.status)
+        .fetch_one(pool)
+        .await
 }
 
 /// Runs of `batch` created so far.
@@ -139,6 +155,18 @@ pub async fn enqueued(pool: &PgPool, batch: Uuid) -> sqlx::Result<i64> {
         .fetch_one(pool)
         .await
 }
+
+/// [`enqueue_chunk`]'s statement.
+pub(crate) static ENQUEUE_CHUNK: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH c AS ({CANDIDATES} ORDER BY e.received_at, e.id LIMIT $6)
+         INSERT INTO analysis_runs
+             (id, event_id, priority, max_iterations, max_attempts, reprocess_batch, reprocess_of)
+         SELECT gen_random_uuid(), c.event_id, $7, $8, $9, $1, c.prev_id FROM c
+         ON CONFLICT (reprocess_batch, event_id) WHERE reprocess_batch IS NOT NULL DO NOTHING
+         RETURNING id"
+    )
+});
 
 /// Creates runs (linked to the previous run) and their first step tasks at
 /// `limits.priority` for up to `chunk` more events of the batch, in one
@@ -151,25 +179,18 @@ pub async fn enqueue_chunk(
     chunk: i64,
 ) -> anyhow::Result<usize> {
     let mut tx = pool.begin().await?;
-    let created: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "WITH c AS ({CANDIDATES} ORDER BY e.received_at, e.id LIMIT $6)
-         INSERT INTO analysis_runs
-             (id, event_id, priority, max_iterations, max_attempts, reprocess_batch, reprocess_of)
-         SELECT gen_random_uuid(), c.event_id, $7, $8, $9, $1, c.prev_id FROM c
-         ON CONFLICT (reprocess_batch, event_id) WHERE reprocess_batch IS NOT NULL DO NOTHING
-         RETURNING id"
-    )))
-    .bind(batch.id)
-    .bind(batch.since)
-    .bind(batch.until)
-    .bind(&batch.category)
-    .bind(&batch.status)
-    .bind(chunk)
-    .bind(limits.priority)
-    .bind(limits.max_iterations)
-    .bind(limits.max_attempts)
-    .fetch_all(&mut *tx)
-    .await?;
+    let created: Vec<Uuid> = sqlx::query_scalar(ENQUEUE_CHUNK.as_str())
+        .bind(batch.id)
+        .bind(batch.since)
+        .bind(batch.until)
+        .bind(&batch.category)
+        .bind(&batch.status)
+        .bind(chunk)
+        .bind(limits.priority)
+        .bind(limits.max_iterations)
+        .bind(limits.max_attempts)
+        .fetch_all(&mut *tx)
+        .await?;
     let steps: Vec<StepTask> = created
         .iter()
         .map(|&run_id| StepTask {
@@ -186,10 +207,10 @@ pub async fn enqueue_chunk(
 /// One group of a batch's verdicts against the previous ones.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
 pub struct Comparison {
-    pub prev_status: String,
-    pub prev_category: Option<String>,
-    pub new_status: String,
-    pub new_category: Option<String>,
+    pub prev_status: RunStatus,
+    pub prev_category: Option<CategoryColumn>,
+    pub new_status: RunStatus,
+    pub new_category: Option<CategoryColumn>,
     pub runs: i64,
 }
 

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::review::{self, Actor, ItemState, ReviewError, ReviewRow};
+use super::{
+    columns::CategoryColumn,
+    review::{self, Actor, ItemState, ReviewError, ReviewRow, ReviewStatus},
+};
 use crate::types::Category;
 
 /// What a reviewer decided. `accept` keeps the agent's answer; otherwise the
@@ -41,27 +44,30 @@ struct Target {
 
 /// Checks that `actor` may close the item in `state` (the claimant, or an admin).
 fn may_close(id: Uuid, state: &ItemState, actor: &Actor) -> Result<(), ReviewError> {
-    if matches!(state.status.as_str(), "resolved" | "dismissed") {
+    if state.status.is_closed() {
         return Err(ReviewError::Closed {
             id,
-            status: state.status.clone(),
+            status: state.status,
         });
     }
     if actor.admin {
         return Ok(());
     }
-    let ours = state.status == "claimed" && state.claimed_by.as_deref() == Some(&actor.name);
+    let ours =
+        state.status == ReviewStatus::Claimed && state.claimed_by.as_deref() == Some(&actor.name);
     match (ours, state.expired) {
         (true, false) => Ok(()),
         (true, true) => Err(ReviewError::ClaimExpired {
             id,
             at: state.claim_expires_at.unwrap_or_else(Utc::now),
         }),
-        _ if state.status == "claimed" && !state.expired => Err(ReviewError::ClaimedByOther {
-            id,
-            by: state.claimed_by.clone().unwrap_or_default(),
-            until: state.claim_expires_at.unwrap_or_else(Utc::now),
-        }),
+        _ if state.status == ReviewStatus::Claimed && !state.expired => {
+            Err(ReviewError::ClaimedByOther {
+                id,
+                by: state.claimed_by.clone().unwrap_or_default(),
+                until: state.claim_expires_at.unwrap_or_else(Utc::now),
+            })
+        }
         _ => Err(ReviewError::NotClaimed(id)),
     }
 }
@@ -153,14 +159,14 @@ pub async fn resolve(
             "category": r["category"], "root_cause": r["root_cause"], "fix": r["fix"],
         })),
     });
-    close(&mut tx, id, "resolved", &resolution, actor).await?;
+    close(&mut tx, id, ReviewStatus::Resolved, &resolution, actor).await?;
     review::audit_in_tx(
         &mut tx,
         id,
         actor,
         "resolve",
         &target.state.audit_json(),
-        &json!({"status": "resolved", "resolution": resolution}),
+        &json!({"status": ReviewStatus::Resolved, "resolution": resolution}),
         decision.comment.as_deref(),
     )
     .await?;
@@ -177,7 +183,7 @@ pub async fn resolve(
             .bind(id)
             .bind(target.run_id)
             .bind(decision.accept)
-            .bind(category.as_str())
+            .bind(CategoryColumn(category))
             .bind(&root_cause)
             .bind(&fix)
             .bind(&decision.comment)
@@ -207,14 +213,14 @@ pub async fn dismiss(
     let target = lock_target(&mut tx, id).await?;
     may_close(id, &target.state, actor)?;
     let resolution = json!({"action": "dismiss", "comment": comment, "resolved_by": actor.name});
-    close(&mut tx, id, "dismissed", &resolution, actor).await?;
+    close(&mut tx, id, ReviewStatus::Dismissed, &resolution, actor).await?;
     review::audit_in_tx(
         &mut tx,
         id,
         actor,
         "dismiss",
         &target.state.audit_json(),
-        &json!({"status": "dismissed", "resolution": resolution}),
+        &json!({"status": ReviewStatus::Dismissed, "resolution": resolution}),
         comment,
     )
     .await?;
@@ -229,7 +235,7 @@ pub async fn dismiss(
 async fn close(
     conn: &mut PgConnection,
     id: Uuid,
-    status: &str,
+    status: ReviewStatus,
     resolution: &Value,
     actor: &Actor,
 ) -> sqlx::Result<()> {
@@ -255,7 +261,7 @@ pub struct LibraryEntry {
     pub item_id: Uuid,
     pub run_id: Uuid,
     pub accepted: bool,
-    pub category: String,
+    pub category: CategoryColumn,
     pub root_cause: String,
     pub fix: String,
     pub comment: Option<String>,

@@ -9,32 +9,83 @@
 //! ```
 //! Every action writes a `review_audit` row in the same transaction.
 
-use std::time::Duration;
+use std::{sync::LazyLock, time::Duration};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
+
+use super::columns::CategoryColumn;
+use crate::types::{Category, RunStatus};
+
+/// Where a review item is (the `review_items.status` column).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReviewStatus {
+    Open,
+    Claimed,
+    Resolved,
+    Dismissed,
+}
+
+impl ReviewStatus {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// Resolved or dismissed: nothing more happens to the item.
+    pub fn is_closed(self) -> bool {
+        matches!(self, ReviewStatus::Resolved | ReviewStatus::Dismissed)
+    }
+}
+
+/// The review-item insert, the one place its columns and its rule (at most
+/// one item per run: a second insert does nothing) are written. `rows`
+/// gives `(id, run_id, reason, category, confidence)`, as a `VALUES` list or
+/// a `SELECT`. Used by [`insert_in_tx`] and by the checkpoint statement
+/// ([`super::runs::commit_step`]), which opens a finished run's item itself.
+pub(crate) fn insert_sql(rows: &str) -> String {
+    format!(
+        "INSERT INTO review_items (id, run_id, reason, category, confidence)
+    {rows}
+    ON CONFLICT (run_id) DO NOTHING"
+    )
+}
+
+/// [`insert_in_tx`]'s statement.
+pub(crate) static INSERT: LazyLock<String> =
+    LazyLock::new(|| insert_sql("VALUES ($1, $2, $3, $4, $5)"));
 
 /// Opens a review item for a run (at most one per run), in the caller's transaction.
 pub(crate) async fn insert_in_tx(
     tx: &mut Transaction<'_, Postgres>,
     run_id: Uuid,
     reason: &str,
-    category: Option<&str>,
+    category: Option<Category>,
     confidence: Option<f32>,
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO review_items (id, run_id, reason, category, confidence)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING",
-    )
-    .bind(Uuid::now_v7())
-    .bind(run_id)
-    .bind(reason)
-    .bind(category)
-    .bind(confidence)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(INSERT.as_str())
+        .bind(Uuid::now_v7())
+        .bind(run_id)
+        .bind(reason)
+        .bind(category.map(CategoryColumn))
+        .bind(confidence)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -45,14 +96,14 @@ pub struct ReviewRow {
     pub id: Uuid,
     pub run_id: Uuid,
     pub reason: String,
-    pub category: Option<String>,
+    pub category: Option<CategoryColumn>,
     pub confidence: Option<f32>,
-    pub status: String,
+    pub status: ReviewStatus,
     pub claimed_by: Option<String>,
     pub claim_expires_at: Option<DateTime<Utc>>,
     pub resolution: Option<Value>,
     pub closed_by: Option<String>,
-    pub run_status: String,
+    pub run_status: RunStatus,
     pub job_name: Option<String>,
     pub build_number: Option<String>,
     pub log_name: Option<String>,
@@ -100,6 +151,15 @@ const FILTER_WHERE: &str = "($1::text IS NULL OR i.category = $1)
     AND ($4::float8 IS NULL OR i.created_at <= now() - make_interval(secs => $4))
     AND ($5::float8 IS NULL OR i.created_at >= now() - make_interval(secs => $5))";
 
+/// [`list`]'s statement.
+pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6)
+         ORDER BY i.created_at, i.id LIMIT $7",
+        review_select()
+    )
+});
+
 /// Lists items matching `filter`, oldest first.
 pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
     let statuses = if filter.statuses.is_empty() {
@@ -107,20 +167,16 @@ pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Ve
     } else {
         filter.statuses.clone()
     };
-    sqlx::query_as(AssertSqlSafe(format!(
-        "{} WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6)
-         ORDER BY i.created_at, i.id LIMIT $7",
-        review_select()
-    )))
-    .bind(&filter.category)
-    .bind(filter.min_confidence)
-    .bind(filter.max_confidence)
-    .bind(filter.older_than.map(|d| d.as_secs_f64()))
-    .bind(filter.newer_than.map(|d| d.as_secs_f64()))
-    .bind(statuses)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as(LIST.as_str())
+        .bind(&filter.category)
+        .bind(filter.min_confidence)
+        .bind(filter.max_confidence)
+        .bind(filter.older_than.map(|d| d.as_secs_f64()))
+        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+        .bind(statuses)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
 }
 
 /// Lists open and claimed items, oldest first.
@@ -128,26 +184,28 @@ pub async fn list_open(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<ReviewRow>
     list(pool, &Filter::default(), limit).await
 }
 
+/// [`for_run`]'s statement.
+pub(crate) static FOR_RUN: LazyLock<String> =
+    LazyLock::new(|| format!("{} WHERE i.run_id = $1", review_select()));
+
 /// The review item of one run, if any.
 pub async fn for_run(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<ReviewRow>> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "{} WHERE i.run_id = $1",
-        review_select()
-    )))
-    .bind(run_id)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(FOR_RUN.as_str())
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await
 }
+
+/// [`get`]'s statement.
+pub(crate) static GET: LazyLock<String> =
+    LazyLock::new(|| format!("{} WHERE i.id = $1", review_select()));
 
 /// One review item.
 pub async fn get(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<ReviewRow>> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "{} WHERE i.id = $1",
-        review_select()
-    )))
-    .bind(id)
-    .fetch_optional(conn)
-    .await
+    sqlx::query_as(GET.as_str())
+        .bind(id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Who acts on the queue: a token name (API) or a CLI user.
@@ -191,7 +249,7 @@ pub enum ReviewError {
     #[error("review item {0} is not claimed by you; claim it first")]
     NotClaimed(Uuid),
     #[error("review item {id} is already {status}")]
-    Closed { id: Uuid, status: String },
+    Closed { id: Uuid, status: ReviewStatus },
     /// The request itself is wrong (names the field).
     #[error("{0}")]
     Invalid(String),
@@ -202,7 +260,7 @@ pub enum ReviewError {
 /// An item's state as the audit trail records it (locked for update).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct ItemState {
-    pub status: String,
+    pub status: ReviewStatus,
     pub claimed_by: Option<String>,
     pub claim_expires_at: Option<DateTime<Utc>>,
     pub expired: bool,
@@ -212,7 +270,7 @@ pub(crate) struct ItemState {
 impl ItemState {
     pub fn audit_json(&self) -> Value {
         json!({
-            "status": if self.expired && self.status == "claimed" { "open" } else { self.status.as_str() },
+            "status": if self.expired && self.status == ReviewStatus::Claimed { ReviewStatus::Open } else { self.status },
             "claimed_by": self.claimed_by,
             "claim_expires_at": self.claim_expires_at,
             "resolution": self.resolution,
@@ -263,18 +321,33 @@ pub(crate) async fn audit_in_tx(
 
 /// The state after a claim by `actor` until `until`.
 fn claimed_json(actor: &Actor, until: DateTime<Utc>) -> Value {
-    json!({"status": "claimed", "claimed_by": actor.name, "claim_expires_at": until, "resolution": null})
+    json!({"status": ReviewStatus::Claimed, "claimed_by": actor.name, "claim_expires_at": until, "resolution": null})
 }
 
 /// An item just claimed by [`claim_next`]: its id, its state before the
 /// claim (status, claimant, expiry) and the new claim's expiry.
 type ClaimedNext = (
     Uuid,
-    String,
+    ReviewStatus,
     Option<String>,
     Option<DateTime<Utc>>,
     DateTime<Utc>,
 );
+
+/// [`claim_next`]'s statement.
+pub(crate) static CLAIM_NEXT: LazyLock<String> = LazyLock::new(|| {
+    format!("WITH next AS (
+                 SELECT i.id, i.status, i.claimed_by, i.claim_expires_at FROM review_items i
+                 WHERE (i.status = 'open' OR (i.status = 'claimed' AND i.claim_expires_at < now()))
+                   AND {FILTER_WHERE}
+                 ORDER BY i.created_at, i.id LIMIT 1
+                 FOR UPDATE SKIP LOCKED)
+             UPDATE review_items i
+             SET status = 'claimed', claimed_by = $6, claimed_at = now(),
+                 claim_expires_at = now() + make_interval(secs => $7), updated_at = now()
+             FROM next WHERE i.id = next.id
+             RETURNING i.id, next.status, next.claimed_by, next.claim_expires_at, i.claim_expires_at")
+});
 
 /// open (or expired claim) -> claimed: takes the oldest claimable item
 /// matching `filter`, skipping rows another reviewer is claiming right now
@@ -286,20 +359,7 @@ pub async fn claim_next(
     filter: &Filter,
 ) -> sqlx::Result<Option<ReviewRow>> {
     let mut tx = pool.begin().await?;
-    let claimed: Option<ClaimedNext> =
-        sqlx::query_as(AssertSqlSafe(format!(
-            "WITH next AS (
-                 SELECT i.id, i.status, i.claimed_by, i.claim_expires_at FROM review_items i
-                 WHERE (i.status = 'open' OR (i.status = 'claimed' AND i.claim_expires_at < now()))
-                   AND {FILTER_WHERE}
-                 ORDER BY i.created_at, i.id LIMIT 1
-                 FOR UPDATE SKIP LOCKED)
-             UPDATE review_items i
-             SET status = 'claimed', claimed_by = $6, claimed_at = now(),
-                 claim_expires_at = now() + make_interval(secs => $7), updated_at = now()
-             FROM next WHERE i.id = next.id
-             RETURNING i.id, next.status, next.claimed_by, next.claim_expires_at, i.claim_expires_at"
-        )))
+    let claimed: Option<ClaimedNext> = sqlx::query_as(CLAIM_NEXT.as_str())
         .bind(&filter.category)
         .bind(filter.min_confidence)
         .bind(filter.max_confidence)
@@ -314,9 +374,9 @@ pub async fn claim_next(
         return Ok(None);
     };
     let before = json!({
-        "status": if before_status == "claimed" { "open" } else { before_status.as_str() },
+        "status": if before_status == ReviewStatus::Claimed { ReviewStatus::Open } else { before_status },
         "claimed_by": before_by, "claim_expires_at": before_until,
-        "expired_claim": before_status == "claimed",
+        "expired_claim": before_status == ReviewStatus::Claimed,
     });
     audit_in_tx(
         &mut tx,
@@ -345,14 +405,13 @@ pub async fn claim(
     let state = lock_state(&mut tx, id)
         .await?
         .ok_or(ReviewError::NotFound(id))?;
-    match state.status.as_str() {
-        "resolved" | "dismissed" => {
-            return Err(ReviewError::Closed {
-                id,
-                status: state.status,
-            });
+    match state.status {
+        status if status.is_closed() => {
+            return Err(ReviewError::Closed { id, status });
         }
-        "claimed" if !state.expired && state.claimed_by.as_deref() != Some(&actor.name) => {
+        ReviewStatus::Claimed
+            if !state.expired && state.claimed_by.as_deref() != Some(&actor.name) =>
+        {
             return Err(ReviewError::ClaimedByOther {
                 id,
                 by: state.claimed_by.unwrap_or_default(),

@@ -4,10 +4,15 @@
 //! full-text search. Every match carries a score (0..1), the tier that found
 //! it, and whether a human confirmed the analysis in review.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::{AssertSqlSafe, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
+
+use super::columns::CategoryColumn;
+use crate::types::RunStatus;
 
 /// How a past failure was found; the better tiers are tried first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,8 +35,8 @@ pub const SOURCE_ANALYSIS: &str = "analysis";
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct SimilarMatch {
     pub run_id: Uuid,
-    pub status: String,
-    pub category: Option<String>,
+    pub status: RunStatus,
+    pub category: Option<CategoryColumn>,
     pub confidence: Option<f32>,
     pub root_cause: Option<String>,
     pub fix: Option<String>,
@@ -124,6 +129,16 @@ const MATCH_COLUMNS: &str = "r.id AS run_id, r.status, r.category, r.confidence,
     r.result ->> 'root_cause' AS root_cause, r.result ->> 'fix' AS fix, r.finished_at,
     EXISTS (SELECT 1 FROM review_items i WHERE i.run_id = r.id AND i.status = 'resolved') AS human_confirmed";
 
+/// [`by_fingerprint`]'s statement.
+pub(crate) static BY_FINGERPRINT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {MATCH_COLUMNS}, 1::real AS score FROM analysis_runs r
+         WHERE r.fingerprint = $1 AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review')
+           AND r.result IS NOT NULL
+         ORDER BY r.finished_at DESC NULLS LAST LIMIT $3"
+    )
+});
+
 /// Finished analyses other than `exclude` with the same fingerprint, newest first.
 pub async fn by_fingerprint(
     pool: &PgPool,
@@ -131,19 +146,23 @@ pub async fn by_fingerprint(
     exclude: &[Uuid],
     limit: i64,
 ) -> sqlx::Result<Vec<SimilarMatch>> {
-    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {MATCH_COLUMNS}, 1::real AS score FROM analysis_runs r
-         WHERE r.fingerprint = $1 AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review')
-           AND r.result IS NOT NULL
-         ORDER BY r.finished_at DESC NULLS LAST LIMIT $3"
-    )))
-    .bind(fingerprint)
-    .bind(exclude)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<SimilarMatch> = sqlx::query_as(BY_FINGERPRINT.as_str())
+        .bind(fingerprint)
+        .bind(exclude)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     Ok(tagged(rows, Tier::Fingerprint))
 }
+
+/// [`by_trigram`]'s statement.
+pub(crate) static BY_TRIGRAM: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {MATCH_COLUMNS}, similarity(t.failure_text, $1)::real AS score
+         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id
+         WHERE t.failure_text % $1 AND similarity(t.failure_text, $1) >= $4
+           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3")
+});
 
 /// Finished analyses other than `exclude` whose failure text is similar to
 /// `text` by trigrams (score = pg_trgm similarity), best first.
@@ -155,21 +174,26 @@ pub async fn by_trigram(
 ) -> sqlx::Result<Vec<SimilarMatch>> {
     // `%` uses the GIN index with the session threshold (default 0.3, the
     // same as TRIGRAM_THRESHOLD); the explicit bound keeps it if that changes.
-    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {MATCH_COLUMNS}, similarity(t.failure_text, $1)::real AS score
-         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id
-         WHERE t.failure_text % $1 AND similarity(t.failure_text, $1) >= $4
-           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
-         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
-    )))
-    .bind(text)
-    .bind(exclude)
-    .bind(limit)
-    .bind(TRIGRAM_THRESHOLD)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<SimilarMatch> = sqlx::query_as(BY_TRIGRAM.as_str())
+        .bind(text)
+        .bind(exclude)
+        .bind(limit)
+        .bind(TRIGRAM_THRESHOLD)
+        .fetch_all(pool)
+        .await?;
     Ok(tagged(rows, Tier::Trigram))
 }
+
+/// [`by_fulltext`]'s statement.
+pub(crate) static BY_FULLTEXT: LazyLock<String> = LazyLock::new(|| {
+    format!("WITH q AS (
+             SELECT nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery AS tsq)
+         SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', t.failure_text), q.tsq, 32)::real AS score
+         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id, q
+         WHERE q.tsq IS NOT NULL AND to_tsvector('english', t.failure_text) @@ q.tsq
+           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3")
+});
 
 /// Finished analyses other than `exclude` whose failure text shares words
 /// with `text` (any word, OR), ranked by cover density normalised to 0..1.
@@ -179,20 +203,12 @@ pub async fn by_fulltext(
     exclude: &[Uuid],
     limit: i64,
 ) -> sqlx::Result<Vec<SimilarMatch>> {
-    let rows: Vec<SimilarMatch> = sqlx::query_as(AssertSqlSafe(format!(
-        "WITH q AS (
-             SELECT nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery AS tsq)
-         SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', t.failure_text), q.tsq, 32)::real AS score
-         FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id, q
-         WHERE q.tsq IS NOT NULL AND to_tsvector('english', t.failure_text) @@ q.tsq
-           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
-         ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3"
-    )))
-    .bind(text)
-    .bind(exclude)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<SimilarMatch> = sqlx::query_as(BY_FULLTEXT.as_str())
+        .bind(text)
+        .bind(exclude)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     Ok(tagged(rows, Tier::Fulltext))
 }
 

@@ -1,9 +1,11 @@
 //! The checkpoint journal (`run_steps`), the attempt history
 //! (`run_attempts`) and the tool-execution audit (`tool_invocations`).
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{AssertSqlSafe, PgPool, Postgres, Transaction};
+use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::types::StepRecord;
@@ -55,14 +57,17 @@ pub(crate) const STEP_COLUMNS: &str = "iteration, thought, action, action_input,
     is_final, attempt, lease_epoch, worker_id, tool_ms, step_ms, reasoner, call_id, llm, tokens_in,
     tokens_out, cost_usd, created_at";
 
+/// [`list`]'s statement.
+pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 ORDER BY iteration")
+});
+
 /// Reads a run's journal in iteration order (the state a resume rebuilds from).
 pub async fn list(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<StepRow>> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 ORDER BY iteration"
-    )))
-    .bind(run_id)
-    .fetch_all(pool)
-    .await
+    sqlx::query_as(LIST.as_str())
+        .bind(run_id)
+        .fetch_all(pool)
+        .await
 }
 
 /// Records one failed attempt and the time chosen for the next one.

@@ -1,15 +1,17 @@
 //! `api_tokens`: bearer tokens of the HTTP API, each with one role. Only a
 //! token's SHA-256 is stored, so a database dump reveals no usable token.
 
-use std::{fmt, str::FromStr};
+use std::{fmt, str::FromStr, sync::LazyLock};
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// What a token may do. `Admin` may do everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a token may do. `Admin` may do everything. Serialised as its name
+/// (`ingest`, `reviewer`, `admin`), as the `api_tokens.role` column stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Submit analyses.
     Ingest,
@@ -56,18 +58,11 @@ impl FromStr for Role {
 pub struct TokenRow {
     pub id: Uuid,
     pub name: String,
-    pub role: String,
+    pub role: Role,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
     /// When the token stops working; `None`: never.
     pub expires_at: Option<DateTime<Utc>>,
-}
-
-impl TokenRow {
-    /// The token's role (a row that fails to parse grants nothing beyond ingest).
-    pub fn role(&self) -> Role {
-        self.role.parse().unwrap_or(Role::Ingest)
-    }
 }
 
 /// A new random token: `flt_` and 64 hex digits (256 bits from a CSPRNG).
@@ -83,6 +78,16 @@ pub fn hash(token: &str) -> String {
 
 const COLUMNS: &str = "id, name, role, created_at, revoked_at, expires_at";
 
+/// [`create`]'s statement.
+pub(crate) static CREATE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO api_tokens (id, name, role, token_sha256, expires_at)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+         ON CONFLICT (name) DO NOTHING
+         RETURNING {COLUMNS}"
+    )
+});
+
 /// Stores a new token under `name` that stops working `expires_in` from now
 /// (`None`: never); `None` when the name is already taken.
 pub async fn create(
@@ -92,40 +97,40 @@ pub async fn create(
     token: &str,
     expires_in: Option<std::time::Duration>,
 ) -> sqlx::Result<Option<TokenRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO api_tokens (id, name, role, token_sha256, expires_at)
-         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-         ON CONFLICT (name) DO NOTHING
-         RETURNING {COLUMNS}"
-    )))
-    .bind(Uuid::now_v7())
-    .bind(name)
-    .bind(role.as_str())
-    .bind(hash(token))
-    .bind(expires_in.map(|d| d.as_secs_f64()))
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(CREATE.as_str())
+        .bind(Uuid::now_v7())
+        .bind(name)
+        .bind(role)
+        .bind(hash(token))
+        .bind(expires_in.map(|d| d.as_secs_f64()))
+        .fetch_optional(pool)
+        .await
 }
 
-/// Finds the token with this secret that is neither revoked nor expired.
-pub async fn find_active(pool: &PgPool, token: &str) -> sqlx::Result<Option<TokenRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+/// [`find_active`]'s statement.
+pub(crate) static FIND_ACTIVE: LazyLock<String> = LazyLock::new(|| {
+    format!(
         "SELECT {COLUMNS} FROM api_tokens
          WHERE token_sha256 = $1 AND revoked_at IS NULL
            AND (expires_at IS NULL OR expires_at > now())"
-    )))
-    .bind(hash(token))
-    .fetch_optional(pool)
-    .await
+    )
+});
+
+/// Finds the token with this secret that is neither revoked nor expired.
+pub async fn find_active(pool: &PgPool, token: &str) -> sqlx::Result<Option<TokenRow>> {
+    sqlx::query_as(FIND_ACTIVE.as_str())
+        .bind(hash(token))
+        .fetch_optional(pool)
+        .await
 }
+
+/// [`list`]'s statement.
+pub(crate) static LIST: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {COLUMNS} FROM api_tokens ORDER BY created_at"));
 
 /// Lists every token (never their secrets), oldest first.
 pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<TokenRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM api_tokens ORDER BY created_at"
-    )))
-    .fetch_all(pool)
-    .await
+    sqlx::query_as(LIST.as_str()).fetch_all(pool).await
 }
 
 /// Marks the named token revoked; false when no active token has that name.

@@ -9,7 +9,7 @@ use sha2::Sha256;
 use uuid::Uuid;
 
 use faultline_shared::{
-    Specifics,
+    RunStatus, Specifics,
     config::{ExposeSecret, SecretString},
     hex,
 };
@@ -86,7 +86,7 @@ pub async fn github_check_run(
     run: &RunRow,
 ) -> Result<(), String> {
     let result = run.result.clone().unwrap_or(Value::Null);
-    let category = run.category.as_deref().unwrap_or("UNKNOWN");
+    let category = run.category.map_or("UNKNOWN", |c| c.as_str());
     let confidence = run.confidence.unwrap_or(0.0);
     let mut summary = format!(
         "**Root cause:** {}\n\n**Fix:** {}\n",
@@ -101,7 +101,7 @@ pub async fn github_check_run(
             summary.push_str(&format!("- {label}: {text}\n"));
         }
     }
-    if run.status == "needs_review" {
+    if run.status == RunStatus::NeedsReview {
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }
     let body = json!({

@@ -107,7 +107,7 @@ fn resolution_match(r: &LibraryEntry) -> SimilarMatch {
         tier: Some("fingerprint".into()),
         score: Some(1.0),
         human_confirmed: true,
-        category: Some(r.category.clone()),
+        category: Some(r.category.as_str().to_string()),
         accepted: r.accepted,
         root_cause: Some(r.root_cause.clone()),
         fix: Some(r.fix.clone()),
@@ -121,8 +121,8 @@ fn resolution_match(r: &LibraryEntry) -> SimilarMatch {
 fn past_analysis(m: &similar::SimilarMatch) -> SimilarMatch {
     SimilarMatch::Analysis(PastAnalysis {
         run_id: Some(m.run_id.to_string()),
-        status: Some(m.status.clone()),
-        category: m.category.clone(),
+        status: Some(m.status.as_str().to_string()),
+        category: m.category.map(|c| c.as_str().to_string()),
         confidence: m.confidence,
         root_cause: m.root_cause.clone(),
         fix: m.fix.clone(),
