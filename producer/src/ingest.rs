@@ -10,10 +10,11 @@ use std::{
 use anyhow::{Context, bail};
 use faultline_shared::{
     RunStatus, Settings,
-    queue::{PRIORITY_BULK, PRIORITY_LIVE},
+    queue::{Broker, PRIORITY_BULK, PRIORITY_LIVE},
     storage::{
-        events::{self, Ingested, NewEvent, RunLimits},
-        runs::{self, FINISHED_CHANNEL, RunRow},
+        self, Ingested,
+        events::NewEvent,
+        runs::{self, FINISHED_CHANNEL, RunLimits, RunRow},
     },
 };
 use flate2::read::MultiGzDecoder;
@@ -46,6 +47,7 @@ pub struct EnqueueArgs {
 /// Stores the log as an event and creates its run (or finds the existing one).
 pub async fn enqueue(
     pool: &PgPool,
+    broker: &Broker,
     settings: &Settings,
     args: &EnqueueArgs,
 ) -> anyhow::Result<Ingested> {
@@ -83,7 +85,7 @@ pub async fn enqueue(
     let log = open_log(path)
         .await
         .with_context(|| format!("cannot open {}", path.display()))?;
-    events::ingest(pool, &event, log, limits)
+    storage::ingest(pool, broker, &event, log, limits)
         .await
         .context("failed to store the event")
 }

@@ -162,11 +162,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Every setting comes from this one reading of the environment.
     let env = Source::env();
     let settings = Settings::load(&env).context("invalid configuration")?;
-    faultline_shared::queue::install(&settings)
+    let broker = faultline_shared::queue::connect(&settings)
         .await
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
     if let Command::Serve { bind } = &cli.command {
-        server::serve(&env, &settings, *bind).await?;
+        server::serve(&env, &settings, broker, *bind).await?;
         return Ok(ExitCode::SUCCESS);
     }
     let pool = db::connect(&settings, 4).await?;
@@ -177,7 +177,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             outln!("migrated; knowledge base has {entries} entries")?;
         }
         Command::Enqueue(args) => {
-            let ingested = ingest::enqueue(&pool, &settings, &args).await?;
+            let ingested = ingest::enqueue(&pool, &broker, &settings, &args).await?;
             outln!("{}", ingested.run_id)?;
         }
         Command::Analyze {
@@ -185,7 +185,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
             json,
         } => {
-            let ingested = ingest::enqueue(&pool, &settings, &enqueue).await?;
+            let ingested = ingest::enqueue(&pool, &broker, &settings, &enqueue).await?;
             if !ingested.created {
                 eprintln!(
                     "this log was already submitted; showing run {}",

@@ -15,8 +15,8 @@ use faultline_shared::{
     Category, RunStatus, Settings,
     queue::PRIORITY_BULK,
     storage::{
-        events::RunLimits,
         reprocess::{self, Batch, Comparison, Window},
+        runs::RunLimits,
     },
 };
 use indicatif::{ProgressBar, ProgressStyle};

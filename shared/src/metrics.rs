@@ -20,7 +20,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use sqlx::PgPool;
 
 use crate::{
-    queue::{PRIORITY_BULK, PRIORITY_LIVE},
+    queue::{Broker, PRIORITY_BULK, PRIORITY_LIVE},
     storage::{review, tasks},
 };
 
@@ -54,8 +54,8 @@ pub fn install(service: &'static str) -> PrometheusHandle {
 /// Refreshes the scrape-time gauges from Postgres, then renders every metric.
 /// A database error is reported as `faultline_scrape_error 1` (the rest still
 /// renders) so that a scrape never hides the process' own counters.
-pub async fn render(handle: &PrometheusHandle, pool: &PgPool) -> String {
-    let ok = tokio::time::timeout(Duration::from_secs(2), refresh_gauges(pool))
+pub async fn render(handle: &PrometheusHandle, pool: &PgPool, broker: &Broker) -> String {
+    let ok = tokio::time::timeout(Duration::from_secs(2), refresh_gauges(pool, broker))
         .await
         .map_err(|_| "timed out".to_string())
         .and_then(|r| r.map_err(|e| e.to_string()));
@@ -71,11 +71,11 @@ pub async fn render(handle: &PrometheusHandle, pool: &PgPool) -> String {
 /// keeping its last value.
 static SEEN_PRIORITIES: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
-async fn refresh_gauges(pool: &PgPool) -> sqlx::Result<()> {
+async fn refresh_gauges(pool: &PgPool, broker: &Broker) -> sqlx::Result<()> {
     // The queue lives where this process's broker keeps it.
-    let depths = match crate::queue::broker() {
-        crate::queue::Broker::Postgres => tasks::queue_depth(pool).await?,
-        crate::queue::Broker::Redis(redis) => redis
+    let depths = match broker {
+        Broker::Postgres => tasks::queue_depth(pool).await?,
+        Broker::Redis(redis) => redis
             .depth()
             .await
             .map_err(|e| sqlx::Error::Protocol(format!("redis queue depth: {e}")))?,

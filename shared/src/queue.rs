@@ -16,13 +16,13 @@
 //! once ([`crate::storage::runs::commit_step`] with `keep`); tasks carry new
 //! runs, retries, released runs and bulk steps.
 //!
-//! A process has exactly one broker, chosen at start with [`install`]; the
-//! storage functions reach it through [`broker`] so the many callers of
-//! `ingest`/`commit_step` do not each thread it through.
+//! A process connects its broker once at start ([`connect`]) and hands the
+//! [`Broker`] to every storage function that queues a step (`ingest`,
+//! `commit_step`, `record_failure`, `release`, `reconcile_expired`): which
+//! broker a statement writes for is visible at its call site, and a test
+//! can run both brokers in one process.
 
 pub mod redis;
-
-use std::sync::OnceLock;
 
 use apalis_core::task::builder::TaskBuilder;
 use apalis_postgres::PgTask;
@@ -43,6 +43,15 @@ pub const PRIORITY_LIVE: i32 = 10;
 /// (Postgres), or carried on its own queue (Redis).
 pub const PRIORITY_BULK: i32 = 1;
 
+/// Waiting step tasks of one priority (either broker): `ready` are due now, `scheduled`
+/// wait for their `run_at` (retries in backoff).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct QueueDepth {
+    pub priority: i32,
+    pub ready: i64,
+    pub scheduled: i64,
+}
+
 /// A step task could not be queued.
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
@@ -54,7 +63,7 @@ pub enum QueueError {
     RedisConnection(#[from] apalis_redis::RedisError),
 }
 
-/// The broker of this process.
+/// Where step tasks go: a handle made once by [`connect`] and passed in.
 #[derive(Debug, Clone)]
 pub enum Broker {
     Postgres,
@@ -62,15 +71,9 @@ pub enum Broker {
     Redis(Box<redis::RedisBroker>),
 }
 
-static BROKER: OnceLock<Broker> = OnceLock::new();
-
-/// Connects the broker named by `settings` and makes it this process's
-/// broker. Call once at start; later calls return the first broker.
-pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError> {
-    if let Some(b) = BROKER.get() {
-        return Ok(b);
-    }
-    let broker = match settings.queue_backend {
+/// Connects the broker named by `settings`.
+pub async fn connect(settings: &Settings) -> Result<Broker, QueueError> {
+    Ok(match settings.queue_backend {
         QueueBackend::Postgres => Broker::Postgres,
         QueueBackend::Redis => Broker::Redis(Box::new(
             redis::RedisBroker::connect(
@@ -79,13 +82,7 @@ pub async fn install(settings: &Settings) -> Result<&'static Broker, QueueError>
             )
             .await?,
         )),
-    };
-    Ok(BROKER.get_or_init(|| broker))
-}
-
-/// This process's broker (Postgres unless [`install`] chose Redis).
-pub fn broker() -> &'static Broker {
-    BROKER.get().unwrap_or(&Broker::Postgres)
+    })
 }
 
 /// A step task to push, with its priority and earliest start.
@@ -98,27 +95,42 @@ pub struct Pending {
 
 /// Step tasks decided inside a transaction that a broker outside Postgres
 /// receives only once that transaction committed (empty with Postgres).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[must_use = "call flush() after the transaction commits"]
-pub struct AfterCommit {
+pub struct AfterCommit<'b> {
+    broker: &'b Broker,
     steps: Vec<Pending>,
     redeliver: bool,
 }
 
-impl AfterCommit {
+impl<'b> AfterCommit<'b> {
+    /// Step tasks for `broker`, pushed once the transaction committed.
+    pub fn new(broker: &'b Broker) -> Self {
+        Self {
+            broker,
+            steps: Vec::new(),
+            redeliver: false,
+        }
+    }
+
     /// For a step delivered before (released on shutdown): its idempotency
     /// key is known, so it is pushed unless it still waits in the queue.
-    pub fn redelivery() -> Self {
+    pub fn redelivery(broker: &'b Broker) -> Self {
         Self {
-            steps: Vec::new(),
             redeliver: true,
+            ..Self::new(broker)
         }
+    }
+
+    /// The step tasks go into the caller's transaction (Postgres broker).
+    pub fn in_transaction(&self) -> bool {
+        matches!(self.broker, Broker::Postgres)
     }
 
     /// Collects a step task for a broker outside Postgres (a no-op with
     /// Postgres, where the caller's transaction inserted it).
     pub fn push(&mut self, pending: Pending) {
-        if matches!(broker(), Broker::Redis(_)) {
+        if !self.in_transaction() {
             self.steps.push(pending);
         }
     }
@@ -126,7 +138,7 @@ impl AfterCommit {
     /// Pushes the collected step tasks. A failure is logged, not returned:
     /// the checkpoint is committed, and the reconciler re-enqueues the run.
     pub async fn flush(self) {
-        let Broker::Redis(redis) = broker() else {
+        let Broker::Redis(redis) = self.broker else {
             return;
         };
         if self.steps.is_empty() {
@@ -182,12 +194,12 @@ pub fn step_task(step: &StepTask, priority: i32, run_at: Option<DateTime<Utc>>) 
 /// into `after` for a push once it committed (Redis).
 pub async fn push_step(
     conn: &mut PgConnection,
-    after: &mut AfterCommit,
+    after: &mut AfterCommit<'_>,
     step: &StepTask,
     priority: i32,
     run_at: Option<DateTime<Utc>>,
 ) -> Result<(), QueueError> {
-    match broker() {
+    match after.broker {
         Broker::Postgres => {
             apalis_postgres::queries::push_tasks(
                 conn,

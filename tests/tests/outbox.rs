@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use faultline_shared::storage::events::{self, NewEvent, RunLimits};
+use faultline_shared::{
+    queue::Broker,
+    storage::{self, events::NewEvent, runs::RunLimits},
+};
 use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -67,10 +70,16 @@ async fn github_failure(db: &TestDb, repository: &str) -> Uuid {
         max_attempts: 5,
         priority: 10,
     };
-    events::ingest(&db.pool, &event, oom_log().as_bytes(), limits)
-        .await
-        .unwrap()
-        .run_id
+    storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &event,
+        oom_log().as_bytes(),
+        limits,
+    )
+    .await
+    .unwrap()
+    .run_id
 }
 
 /// The failed commit of [`github_failure`].

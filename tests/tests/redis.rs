@@ -500,3 +500,56 @@ async fn the_dead_letter_list_keeps_its_newest_entries_and_counts_what_it_drops(
     );
     wipe(&ns).await;
 }
+
+/// The broker is a handle passed to each storage call, not a process-wide
+/// setting: in one process, an ingest given the Postgres broker queues its
+/// first step in `apalis.jobs`, and one given a Redis broker queues it in
+/// Redis only.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_ingest_queues_its_first_step_on_the_broker_it_is_given() {
+    use faultline_shared::{
+        queue::{Broker, redis::RedisBroker},
+        storage::{self, events::NewEvent, runs::RunLimits},
+    };
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let redis = Broker::Redis(Box::new(RedisBroker::connect(&url, &ns).await.unwrap()));
+    let limits = RunLimits {
+        max_iterations: 3,
+        max_attempts: 3,
+        priority: faultline_shared::queue::PRIORITY_LIVE,
+    };
+    let event = |key: &str| NewEvent {
+        dedup_key: key.into(),
+        source: "test".into(),
+        ..NewEvent::default()
+    };
+    let pg_tasks = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM apalis.jobs")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+    };
+
+    storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &event("pg"),
+        &b"boom"[..],
+        limits,
+    )
+    .await
+    .unwrap();
+    assert_eq!((pg_tasks().await, live_tasks(&ns).await), (1, 0));
+
+    storage::ingest(&db.pool, &redis, &event("redis"), &b"boom"[..], limits)
+        .await
+        .unwrap();
+    assert_eq!(
+        (pg_tasks().await, live_tasks(&ns).await),
+        (1, 1),
+        "the Redis handle's step went to Redis only"
+    );
+    wipe(&ns).await;
+}

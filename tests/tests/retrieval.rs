@@ -4,9 +4,12 @@
 
 use std::time::Duration;
 
+use faultline_shared::queue::Broker;
 use faultline_shared::storage::{
-    events::{self, NewEvent, RunLimits},
+    self,
+    events::NewEvent,
     history::{self, HistoryError, NewOutcome},
+    runs::RunLimits,
     similar,
 };
 use faultline_tests::{TestDb, oom_log, wait_terminal};
@@ -140,9 +143,15 @@ async fn history_counts_streaks_and_flakiness_from_failures_and_passes() {
     let ingest = |key: &'static str, commit: &'static str| {
         let pool = db.pool.clone();
         async move {
-            events::ingest(&pool, &event(key, job, test, commit), &b"boom"[..], LIMITS)
-                .await
-                .unwrap()
+            storage::ingest(
+                &pool,
+                &Broker::Postgres,
+                &event(key, job, test, commit),
+                &b"boom"[..],
+                LIMITS,
+            )
+            .await
+            .unwrap()
         }
     };
     ingest("f1", "c1").await;
@@ -157,8 +166,9 @@ async fn history_counts_streaks_and_flakiness_from_failures_and_passes() {
     ingest("f3", "c3").await;
     ingest("f4", "c4").await;
     // Another job's failure is not this job's history.
-    events::ingest(
+    storage::ingest(
         &db.pool,
+        &Broker::Postgres,
         &event("other", "billing", test, "c4"),
         &b"x"[..],
         LIMITS,

@@ -8,7 +8,10 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use faultline_shared::storage::events::{self, NewEvent, RunLimits};
+use faultline_shared::{
+    queue::Broker,
+    storage::{self, events::NewEvent, runs::RunLimits},
+};
 use faultline_tests::{TestDb, wait_terminal, wait_until};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -302,8 +305,9 @@ async fn notifications_carry_the_specifics() {
         max_attempts: 5,
         priority: 10,
     };
-    let run = events::ingest(
+    let run = storage::ingest(
         &db.pool,
+        &Broker::Postgres,
         &event,
         log("tests/fixtures/logs/go-test-make.log").as_slice(),
         limits,

@@ -14,7 +14,10 @@
 
 use std::{collections::BTreeSet, fs, path::PathBuf};
 
-use faultline_shared::storage::{self, events, runs, tokens};
+use faultline_shared::{
+    queue::Broker,
+    storage::{self, events, runs, tokens},
+};
 use faultline_tests::TestDb;
 use sqlx::{AssertSqlSafe, Executor, SqlSafeStr};
 
@@ -208,15 +211,21 @@ async fn a_run(db: &TestDb) -> uuid::Uuid {
         source: "test".into(),
         ..events::NewEvent::default()
     };
-    let limits = events::RunLimits {
+    let limits = runs::RunLimits {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
     };
-    events::ingest(&db.pool, &event, &b"error: boom\n"[..], limits)
-        .await
-        .unwrap()
-        .run_id
+    storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &event,
+        &b"error: boom\n"[..],
+        limits,
+    )
+    .await
+    .unwrap()
+    .run_id
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,9 +5,13 @@ use std::time::Duration;
 
 use faultline_shared::{
     StepRecord, StepTask,
+    queue::Broker,
     storage::{
-        events::{self, NewEvent, RunLimits},
-        runs::{self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Next, ToolAudit},
+        self,
+        events::NewEvent,
+        runs::{
+            self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Next, RunLimits, ToolAudit,
+        },
         steps,
     },
 };
@@ -39,10 +43,16 @@ async fn a_superseded_lease_can_write_nothing() {
         source: "test".into(),
         ..NewEvent::default()
     };
-    let run = events::ingest(&db.pool, &event, &b"error: boom\n"[..], limits)
-        .await
-        .unwrap()
-        .run_id;
+    let run = storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &event,
+        &b"error: boom\n"[..],
+        limits,
+    )
+    .await
+    .unwrap()
+    .run_id;
     let ttl = Duration::from_secs(30);
     let backoff = Backoff {
         base: Duration::from_millis(10),
@@ -82,7 +92,7 @@ async fn a_superseded_lease_can_write_nothing() {
     .await
     .unwrap();
     assert_eq!(
-        runs::reconcile_expired(&db.pool, backoff, 10)
+        runs::reconcile_expired(&db.pool, &Broker::Postgres, backoff, 10)
             .await
             .unwrap(),
         1
@@ -119,32 +129,57 @@ async fn a_superseded_lease_can_write_nothing() {
         tool_audit: None,
     };
     assert_eq!(
-        runs::commit_step(&db.pool, &stale, &cp("stale"), &Next::Continue, None)
-            .await
-            .unwrap(),
+        runs::commit_step(
+            &db.pool,
+            &Broker::Postgres,
+            &stale,
+            &cp("stale"),
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
         CommitOutcome::Fenced
     );
     assert_eq!(
-        runs::record_failure(&db.pool, &stale, "boom", true, backoff)
+        runs::record_failure(&db.pool, &Broker::Postgres, &stale, "boom", true, backoff)
             .await
             .unwrap(),
         FailureOutcome::Fenced
     );
-    assert!(!runs::release(&db.pool, &stale).await.unwrap());
+    assert!(
+        !runs::release(&db.pool, &Broker::Postgres, &stale)
+            .await
+            .unwrap()
+    );
     assert!(!runs::renew_lease(&db.pool, &stale, ttl).await.unwrap());
     assert!(steps::list(&db.pool, run).await.unwrap().is_empty());
 
     // The current holder commits, once.
     assert_eq!(
-        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue, None)
-            .await
-            .unwrap(),
+        runs::commit_step(
+            &db.pool,
+            &Broker::Postgres,
+            &fresh,
+            &cp("fresh"),
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
         CommitOutcome::Committed { kept: None }
     );
     assert_eq!(
-        runs::commit_step(&db.pool, &fresh, &cp("fresh"), &Next::Continue, None)
-            .await
-            .unwrap(),
+        runs::commit_step(
+            &db.pool,
+            &Broker::Postgres,
+            &fresh,
+            &cp("fresh"),
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
         CommitOutcome::Fenced
     );
     let journal = steps::list(&db.pool, run).await.unwrap();
@@ -186,11 +221,16 @@ async fn a_superseded_lease_can_write_nothing() {
         failure_text: Some("java.lang.outofmemoryerror: java heap space".into()),
         ..cp("fresh")
     };
-    let CommitOutcome::Committed { kept: Some(kept) } =
-        runs::commit_step(&db.pool, &claimed.lease, &cp2, &Next::Continue, Some(ttl))
-            .await
-            .unwrap()
-    else {
+    let CommitOutcome::Committed { kept: Some(kept) } = runs::commit_step(
+        &db.pool,
+        &Broker::Postgres,
+        &claimed.lease,
+        &cp2,
+        &Next::Continue,
+        Some(ttl),
+    )
+    .await
+    .unwrap() else {
         panic!("committed, keeping the run")
     };
     assert_eq!(
@@ -232,9 +272,16 @@ async fn a_superseded_lease_can_write_nothing() {
         ..cp("fresh")
     };
     assert_eq!(
-        runs::commit_step(&db.pool, &claimed.lease, &local, &Next::Continue, None)
-            .await
-            .unwrap(),
+        runs::commit_step(
+            &db.pool,
+            &Broker::Postgres,
+            &claimed.lease,
+            &local,
+            &Next::Continue,
+            None
+        )
+        .await
+        .unwrap(),
         CommitOutcome::Fenced
     );
     let audited: Vec<(i32, String, bool, Option<bool>)> = sqlx::query_as(
@@ -253,6 +300,7 @@ async fn a_superseded_lease_can_write_nothing() {
     assert_eq!(
         runs::commit_step(
             &db.pool,
+            &Broker::Postgres,
             &kept,
             &Checkpoint {
                 record: &rec3,
@@ -296,7 +344,7 @@ async fn finished_step_tasks_are_pruned_but_pending_ones_never() {
             source: "test".into(),
             ..NewEvent::default()
         };
-        events::ingest(&db.pool, &event, &b"x\n"[..], limits)
+        storage::ingest(&db.pool, &Broker::Postgres, &event, &b"x\n"[..], limits)
             .await
             .unwrap();
     }

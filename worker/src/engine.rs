@@ -24,7 +24,8 @@ use std::{
 };
 
 use faultline_shared::{
-    FinalAnswer, Settings, StepRecord, StepTask, metrics, queue,
+    FinalAnswer, Settings, StepRecord, StepTask, metrics,
+    queue::{self, Broker},
     storage::{
         events,
         runs::{
@@ -194,6 +195,8 @@ impl StepOutcome {
 /// Everything a worker needs to execute steps; shared by all concurrent steps.
 pub struct Engine {
     pub pool: PgPool,
+    /// Where step tasks go (retries, released runs, queued next steps).
+    pub broker: Broker,
     pub settings: Settings,
     pub worker_id: String,
     pub tools: ToolBelt,
@@ -240,7 +243,7 @@ impl Engine {
                 return Ok(outcome);
             };
             if *self.shutdown.borrow() {
-                runs::release(&self.pool, &next.lease).await?;
+                runs::release(&self.pool, &self.broker, &next.lease).await?;
                 return Ok(outcome);
             }
             held = next;
@@ -291,7 +294,7 @@ impl Engine {
             }
             _ = async { let _ = shutdown.wait_for(|s| *s).await; tokio::time::sleep(grace).await } => {
                 warn!("shutdown grace period over; releasing the step");
-                let released = runs::release(&self.pool, &lease).await?;
+                let released = runs::release(&self.pool, &self.broker, &lease).await?;
                 (if released { StepOutcome::Released } else { StepOutcome::Fenced }, None)
             }
         };
@@ -303,7 +306,16 @@ impl Engine {
         let (msg, transient) = (failure.chain(), failure.is_transient());
         warn!(error = msg, transient, "step failed");
         Ok(
-            match runs::record_failure(&self.pool, lease, &msg, transient, self.backoff()).await? {
+            match runs::record_failure(
+                &self.pool,
+                &self.broker,
+                lease,
+                &msg,
+                transient,
+                self.backoff(),
+            )
+            .await?
+            {
                 FailureOutcome::Retrying { attempt, .. } => {
                     metrics::retry_scheduled();
                     StepOutcome::Retrying { attempt }
@@ -569,13 +581,14 @@ impl Engine {
         // Live runs go on in this slot; bulk runs go back to the queue.
         let keep = (run.priority >= queue::PRIORITY_LIVE && !*self.shutdown.borrow())
             .then_some(self.settings.lease_ttl);
-        let kept = match runs::commit_step(&self.pool, &lease, &cp, &next, keep).await? {
-            CommitOutcome::Committed { kept } => kept,
-            CommitOutcome::Fenced => {
-                warn!("commit fenced: another worker holds this run now");
-                return Ok((StepOutcome::Fenced, None));
-            }
-        };
+        let kept =
+            match runs::commit_step(&self.pool, &self.broker, &lease, &cp, &next, keep).await? {
+                CommitOutcome::Committed { kept } => kept,
+                CommitOutcome::Fenced => {
+                    warn!("commit fenced: another worker holds this run now");
+                    return Ok((StepOutcome::Fenced, None));
+                }
+            };
         info!(action = %record.action, ?finished, "iteration committed");
         if let Next::Finish(f) = &next {
             tracing::Span::current().record("category", f.category.as_str());

@@ -13,6 +13,7 @@ use axum::{
 };
 use faultline_shared::{
     metrics::{self, PrometheusHandle},
+    queue::Broker,
     storage::tasks,
 };
 use serde_json::json;
@@ -22,6 +23,8 @@ use tokio::{net::TcpListener, sync::watch};
 #[derive(Clone)]
 pub struct HttpState {
     pub pool: PgPool,
+    /// Where the queue depth gauges are read.
+    pub broker: Broker,
     pub metrics: PrometheusHandle,
     /// True once SIGTERM arrived: the worker drains and reports not ready.
     pub shutdown: watch::Receiver<bool>,
@@ -84,7 +87,7 @@ fn unavailable(reason: String) -> Response {
 }
 
 async fn prometheus(State(state): State<HttpState>) -> Response {
-    let body = metrics::render(&state.metrics, &state.pool).await;
+    let body = metrics::render(&state.metrics, &state.pool, &state.broker).await;
     (
         [(
             header::CONTENT_TYPE,

@@ -68,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
         settings.worker_concurrency = c.max(1);
     }
     let pool = db::connect(&settings, settings.worker_concurrency as u32 * 2 + 4).await?;
-    faultline_shared::queue::install(&settings)
+    let broker = faultline_shared::queue::connect(&settings)
         .await
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
 
@@ -91,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     if let health::HttpAddr(Some(addr)) = args.http_addr {
         let state = health::HttpState {
             pool: pool.clone(),
+            broker: broker.clone(),
             metrics,
             shutdown: shutdown_rx.clone(),
         };
@@ -101,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
     let engine = Arc::new(Engine {
         judge,
         pool,
+        broker,
         tools,
         reasoner,
         llm_fallback,

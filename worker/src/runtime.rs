@@ -12,7 +12,7 @@ use apalis_redis::RedisStorage;
 use faultline_shared::{
     StepTask,
     queue::{
-        self, Broker, STEP_QUEUE,
+        Broker, STEP_QUEUE,
         redis::{RedisBroker, RedisStep, StepCodec},
     },
     storage::{
@@ -78,7 +78,7 @@ async fn handle_redis(
         RedisStep::Malformed { reason, data } => {
             warn!(queue = config.queue.as_ref(), %reason, bytes = data.len(),
                 "malformed step task dead-lettered");
-            if let Broker::Redis(redis) = queue::broker()
+            if let Broker::Redis(redis) = &engine.broker
                 && let Err(e) = redis.dead_letter(&config, &reason, &data).await
             {
                 warn!(error = %e, "recording the dead letter failed");
@@ -112,11 +112,11 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
     let mut delay = Duration::from_millis(500);
     // Tasks left unreadable before this worker started; later ones fail a
     // fetch and are dead-lettered in the error branch below.
-    if let Broker::Redis(redis) = queue::broker() {
+    if let Broker::Redis(redis) = &engine.broker {
         quarantine(redis).await;
     }
     loop {
-        let consumed = match queue::broker() {
+        let consumed = match &engine.broker {
             Broker::Postgres => consume_postgres(&engine, &shutdown).await,
             Broker::Redis(redis) => consume_redis(&engine, redis, &shutdown).await,
         };
@@ -129,7 +129,7 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
                 }
                 // A task apalis could not read fails the whole fetch: once
                 // it is dead-lettered, the consumer goes on at once.
-                if let Broker::Redis(redis) = queue::broker()
+                if let Broker::Redis(redis) = &engine.broker
                     && quarantine(redis).await > 0
                 {
                     warn!(error = %e, "step consumer failed on a malformed task; restarting");
@@ -251,7 +251,7 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
                 Err(e) => warn!(error = %e, "pruning finished step tasks failed"),
             }
         }
-        match runs::reconcile_expired(&engine.pool, backoff, 100).await {
+        match runs::reconcile_expired(&engine.pool, &engine.broker, backoff, 100).await {
             Ok(0) => {}
             Ok(n) => {
                 faultline_shared::metrics::lease_takeovers(n);
@@ -259,7 +259,7 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
             }
             Err(e) => warn!(error = %e, "reconciler pass failed"),
         }
-        if let Broker::Redis(redis) = queue::broker() {
+        if let Broker::Redis(redis) = &engine.broker {
             match requeue_missing(&engine, redis).await {
                 Ok(0) => {}
                 Ok(n) => info!(requeued = n, "re-pushed steps missing from Redis"),

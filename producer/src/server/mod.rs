@@ -24,7 +24,7 @@
 //! balancer's check still answers while they are full.
 //!
 //! Every accepted request writes only to Postgres: event + log + run + first
-//! step task, in one transaction (`storage::events::ingest`).
+//! step task, in one transaction (`storage::ingest`).
 
 mod api;
 mod auth;
@@ -53,8 +53,8 @@ use faultline_shared::{
     Settings,
     config::{AllowList, Source},
     db,
-    queue::PRIORITY_LIVE,
-    storage::events::{self, NewEvent, RunLimits},
+    queue::{Broker, PRIORITY_LIVE},
+    storage::{self, Ingested, events::NewEvent, runs::RunLimits},
 };
 use serde_json::json;
 use sqlx::{Connection, PgPool};
@@ -73,6 +73,8 @@ use self::{config::ServerConfig, error::AppError};
 #[derive(Clone)]
 pub struct AppState {
     pub pool: PgPool,
+    /// Where new runs' first step tasks go.
+    pub broker: Broker,
     /// Bounds copied onto every run created here.
     pub limits: RunLimits,
     pub config: Arc<ServerConfig>,
@@ -90,6 +92,7 @@ pub struct AppState {
 pub async fn serve(
     env: &Source,
     settings: &Settings,
+    broker: Broker,
     bind: Option<SocketAddr>,
 ) -> anyhow::Result<()> {
     let mut config = ServerConfig::load(env).context("invalid configuration")?;
@@ -110,6 +113,7 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let state = AppState {
         pool: pool.clone(),
+        broker,
         limits: RunLimits {
             max_iterations: settings.max_iterations,
             max_attempts: settings.max_attempts,
@@ -262,7 +266,7 @@ const METRICS_SERVICE: &str = "faultline-producer";
 /// review backlog read from Postgres now.
 async fn prometheus(State(state): State<AppState>) -> Response {
     let handle = faultline_shared::metrics::install(METRICS_SERVICE);
-    let body = faultline_shared::metrics::render(&handle, &state.pool).await;
+    let body = faultline_shared::metrics::render(&handle, &state.pool, &state.broker).await;
     (
         [(
             header::CONTENT_TYPE,
@@ -281,12 +285,8 @@ async fn store(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Respons
 }
 
 /// Stores an accepted event (+ log, run, first step), or finds the known one.
-async fn ingest(
-    state: &AppState,
-    event: &NewEvent,
-    log: &[u8],
-) -> Result<events::Ingested, AppError> {
-    let ingested = events::ingest(&state.pool, event, log, state.limits)
+async fn ingest(state: &AppState, event: &NewEvent, log: &[u8]) -> Result<Ingested, AppError> {
+    let ingested = storage::ingest(&state.pool, &state.broker, event, log, state.limits)
         .await
         .context("failed to store the event")?;
     faultline_shared::metrics::ingested(&event.source, ingested.created);
@@ -294,7 +294,7 @@ async fn ingest(
 }
 
 /// 202 with the run (`created: false` for a known event).
-fn stored(event: &NewEvent, ingested: events::Ingested) -> Response {
+fn stored(event: &NewEvent, ingested: Ingested) -> Response {
     tracing::info!(
         run_id = %ingested.run_id,
         source = %event.source,

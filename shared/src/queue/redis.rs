@@ -23,8 +23,7 @@ use apalis_core::task::builder::TaskBuilder;
 use apalis_redis::{Config, ConnectionManager, RedisTask};
 use redis::Script;
 
-use super::{PRIORITY_BULK, PRIORITY_LIVE, Pending};
-use crate::storage::tasks::QueueDepth;
+use super::{PRIORITY_BULK, PRIORITY_LIVE, Pending, QueueDepth};
 
 pub use self::malformed::{DEAD_LETTER, DEAD_LETTER_CAP, RedisStep, StepCodec};
 

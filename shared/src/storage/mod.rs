@@ -24,6 +24,7 @@ pub mod baselines;
 pub mod columns;
 pub mod events;
 pub mod history;
+pub mod ingest;
 pub mod knowledge;
 pub mod log_fetches;
 pub mod outbox;
@@ -36,6 +37,8 @@ pub mod similar;
 pub mod steps;
 pub mod tasks;
 pub mod tokens;
+
+pub use ingest::{Ingested, ingest};
 
 /// A statement of the storage layer built at run time (from column lists,
 /// shared clauses or a variant's parts), for the test that prepares every

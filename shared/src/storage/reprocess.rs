@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::{columns::CategoryColumn, events::RunLimits};
+use super::{columns::CategoryColumn, runs::RunLimits};
 use crate::{
     queue,
     types::{RunStatus, StepTask},

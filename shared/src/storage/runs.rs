@@ -25,12 +25,12 @@ pub use checkpoint::{Checkpoint, CommitOutcome, Finish, Next, ToolAudit, commit_
 
 use super::{
     columns::CategoryColumn,
-    events::{EVENT_COLUMNS, EventRow, RunLimits},
+    events::{EVENT_COLUMNS, EventRow},
     review,
     steps::{STEP_COLUMNS, StepRow},
 };
 use crate::{
-    queue::{self, AfterCommit, Pending},
+    queue::{self, AfterCommit, Broker, Pending},
     types::{RunStatus, StepTask},
 };
 
@@ -90,12 +90,20 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+/// Limits copied onto every new run, so a run keeps the bounds it started with.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLimits {
+    pub max_iterations: i32,
+    pub max_attempts: i32,
+    pub priority: i32,
+}
+
 /// Creates a queued run for `event_id` and pushes its first step task
 /// (inside `tx`, or into `after` with the Redis broker), recording the
 /// current span's trace context on the run.
 pub async fn create_in_tx(
     tx: &mut Transaction<'_, Postgres>,
-    after: &mut AfterCommit,
+    after: &mut AfterCommit<'_>,
     event_id: Uuid,
     limits: RunLimits,
 ) -> anyhow::Result<Uuid> {
@@ -284,6 +292,7 @@ pub(crate) static RECORD_FAILURE: LazyLock<String> = LazyLock::new(|| {
 /// running -> retry_wait | failed for the lease holder's current attempt.
 pub async fn record_failure(
     pool: &PgPool,
+    broker: &Broker,
     lease: &Lease,
     error: &str,
     transient: bool,
@@ -304,7 +313,7 @@ pub async fn record_failure(
         tx.rollback().await?;
         return Ok(FailureOutcome::Fenced);
     };
-    let mut after = AfterCommit::default();
+    let mut after = AfterCommit::new(broker);
     let outcome = after_failure(
         &mut tx,
         &mut after,
@@ -322,7 +331,7 @@ pub async fn record_failure(
 /// Records the attempt, then queues the retry or dead-letters the run.
 async fn after_failure(
     tx: &mut Transaction<'_, Postgres>,
-    after: &mut AfterCommit,
+    after: &mut AfterCommit<'_>,
     f: &Failed,
     error: &str,
     transient: bool,
@@ -366,7 +375,7 @@ async fn after_failure(
 /// running -> queued without counting an attempt (graceful shutdown): the
 /// step task is pushed again and the epoch bumped, so our own late commit
 /// would be fenced.
-pub async fn release(pool: &PgPool, lease: &Lease) -> sqlx::Result<bool> {
+pub async fn release(pool: &PgPool, broker: &Broker, lease: &Lease) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
     let row: Option<(i32, i32, i32)> = sqlx::query_as(
         "UPDATE analysis_runs
@@ -389,7 +398,7 @@ pub async fn release(pool: &PgPool, lease: &Lease) -> sqlx::Result<bool> {
         iteration: iteration + 1,
         attempt,
     };
-    let mut after = AfterCommit::redelivery();
+    let mut after = AfterCommit::redelivery(broker);
     queue::push_step(&mut tx, &mut after, &step, priority, None)
         .await
         .map_err(queue_error)?;
@@ -416,7 +425,12 @@ pub(crate) static RECONCILE_EXPIRED: LazyLock<String> = LazyLock::new(|| {
 /// running (lease expired) -> retry_wait | failed: a worker that stopped
 /// renewing its lease is presumed dead; its attempt counts, and the retry is
 /// queued with the usual backoff. Returns how many runs were recovered.
-pub async fn reconcile_expired(pool: &PgPool, backoff: Backoff, limit: i64) -> sqlx::Result<usize> {
+pub async fn reconcile_expired(
+    pool: &PgPool,
+    broker: &Broker,
+    backoff: Backoff,
+    limit: i64,
+) -> sqlx::Result<usize> {
     let mut tx = pool.begin().await?;
     let error = "lease expired: the worker stopped renewing it (crashed or hung)";
     let rows: Vec<Failed> = sqlx::query_as(RECONCILE_EXPIRED.as_str())
@@ -427,7 +441,7 @@ pub async fn reconcile_expired(pool: &PgPool, backoff: Backoff, limit: i64) -> s
         .bind(backoff.max.as_secs_f64())
         .fetch_all(&mut *tx)
         .await?;
-    let mut after = AfterCommit::default();
+    let mut after = AfterCommit::new(broker);
     for failed in &rows {
         after_failure(&mut tx, &mut after, failed, error, true, None).await?;
     }

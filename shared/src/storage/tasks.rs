@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-use crate::queue::STEP_QUEUE;
+use crate::queue::{QueueDepth, STEP_QUEUE};
 
 /// Deletes step tasks that finished (done, or failed for good) more than
 /// `older_than` ago, at most `limit` per call. Returns how many were deleted.
@@ -32,15 +32,6 @@ pub async fn count_by_status(pool: &PgPool) -> sqlx::Result<Vec<(String, i64)>> 
         .bind(STEP_QUEUE)
         .fetch_all(pool)
         .await
-}
-
-/// Waiting step tasks of one priority: `ready` are due now, `scheduled`
-/// wait for their `run_at` (retries in backoff).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
-pub struct QueueDepth {
-    pub priority: i32,
-    pub ready: i64,
-    pub scheduled: i64,
 }
 
 /// Counts waiting step tasks by priority (read-only; uses the status index,

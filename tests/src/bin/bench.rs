@@ -32,8 +32,9 @@ use faultline_shared::config::{ExposeSecret as _, Source};
 use faultline_shared::{
     Settings, StepRecord, StepTask, db, queue,
     storage::{
-        events::{self, NewEvent, RunLimits},
-        runs::{self, Checkpoint, Next},
+        self,
+        events::NewEvent,
+        runs::{self, Checkpoint, Next, RunLimits},
     },
 };
 use hdrhistogram::Histogram;
@@ -97,7 +98,7 @@ async fn bench(
     let settings = Settings::load(&env)?;
     let pool = db::connect(&settings, (committers + 4) as u32).await?;
     db::migrate(&pool).await?;
-    queue::install(&settings).await?;
+    let broker = queue::connect(&settings).await?;
     println!(
         "faultline-bench on {}, broker {}",
         machine(),
@@ -148,7 +149,7 @@ async fn bench(
             source: "bench".into(),
             ..NewEvent::default()
         };
-        events::ingest(&pool, &event, sample_log(i).as_bytes(), limits).await?;
+        storage::ingest(&pool, &broker, &event, sample_log(i).as_bytes(), limits).await?;
         wait_all_finished(&pool).await?;
     }
     let totals: Vec<f64> = sqlx::query_scalar(
@@ -178,7 +179,7 @@ async fn bench(
             source: "bench".into(),
             ..NewEvent::default()
         };
-        events::ingest(&pool, &event, log.as_bytes(), limits).await?;
+        storage::ingest(&pool, &broker, &event, log.as_bytes(), limits).await?;
     }
     let enqueue_secs = enqueue_started.elapsed().as_secs_f64();
     println!(
@@ -220,7 +221,7 @@ async fn bench(
     );
 
     // 3. The checkpoint transaction alone.
-    let commit = commit_latency(&pool, commits, committers).await?;
+    let commit = commit_latency(&pool, &broker, commits, committers).await?;
     if settings.queue_backend == faultline_shared::config::QueueBackend::Redis {
         faultline_tests::wipe_redis_namespace(
             settings.redis_url.expose_secret(),
@@ -277,6 +278,7 @@ async fn checkpoint_intervals(pool: &PgPool) -> anyhow::Result<Vec<f64>> {
 /// Returns (p50, p90, p99) in ms and commits/s.
 async fn commit_latency(
     pool: &PgPool,
+    broker: &queue::Broker,
     commits: usize,
     committers: usize,
 ) -> anyhow::Result<(f64, f64, f64, f64)> {
@@ -295,7 +297,7 @@ async fn commit_latency(
             ..NewEvent::default()
         };
         run_ids.push(
-            events::ingest(pool, &event, &b"x"[..], limits)
+            storage::ingest(pool, broker, &event, &b"x"[..], limits)
                 .await?
                 .run_id,
         );
@@ -305,7 +307,7 @@ async fn commit_latency(
     let started = Instant::now();
     let tasks: Vec<_> = (0..committers)
         .map(|_| {
-            let (pool, run_ids, next) = (pool.clone(), run_ids.clone(), next.clone());
+            let (pool, broker, run_ids, next) = (pool.clone(), broker.clone(), run_ids.clone(), next.clone());
             tokio::spawn(async move {
                 let mut samples = Vec::new();
                 let observation = json!({"lines": [{"n": 1, "text": "error: something failed"}], "total_lines": 1});
@@ -328,7 +330,7 @@ async fn commit_latency(
                         };
                         let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None, tool_audit: None };
                         let t = Instant::now();
-                        runs::commit_step(&pool, &lease, &cp, &Next::Continue, None).await?;
+                        runs::commit_step(&pool, &broker, &lease, &cp, &Next::Continue, None).await?;
                         samples.push(t.elapsed().as_secs_f64() * 1000.0);
                     }
                 }

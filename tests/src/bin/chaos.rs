@@ -35,7 +35,7 @@ use faultline_shared::{
     Settings,
     config::QueueBackend,
     db, queue,
-    storage::events::{self, NewEvent, RunLimits},
+    storage::{self, events::NewEvent, runs::RunLimits},
 };
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
@@ -129,7 +129,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         .connect(url)
         .await?;
     db::migrate(&pool).await?;
-    queue::install(&settings).await?;
+    let broker = queue::connect(&settings).await?;
     if backend == QueueBackend::Redis {
         wipe_redis(&settings, "namespace").await?;
     }
@@ -163,7 +163,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
             job_name: Some(format!("chaos-{i}")),
             ..NewEvent::default()
         };
-        events::ingest(&pool, &event, log.as_bytes(), limits).await?;
+        storage::ingest(&pool, &broker, &event, log.as_bytes(), limits).await?;
     }
 
     let bin = std::env::current_exe()?

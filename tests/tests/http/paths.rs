@@ -7,7 +7,10 @@
 
 use std::time::Duration;
 
-use faultline_shared::storage::events::{self, NewEvent, RunLimits};
+use faultline_shared::{
+    queue::Broker,
+    storage::{self, events::NewEvent, runs::RunLimits},
+};
 use faultline_tests::{TestDb, fakes::GITHUB_TOKEN, oom_log, wait_terminal, wait_until};
 use serde_json::json;
 use uuid::Uuid;
@@ -68,7 +71,7 @@ async fn a_jenkins_build_url_cannot_send_the_credentials_to_another_page() {
                 "phase": "COMPLETED", "status": "FAILURE", "log_inline": false}}),
             ..NewEvent::default()
         };
-        let ingested = events::ingest(&db.pool, &event, &b""[..], LIMITS)
+        let ingested = storage::ingest(&db.pool, &Broker::Postgres, &event, &b""[..], LIMITS)
             .await
             .unwrap();
         runs.push((console_url, ingested));
@@ -131,7 +134,7 @@ async fn a_climbing_repository_name_reaches_no_other_github_path() {
         payload: github_payload.clone(),
         ..NewEvent::default()
     };
-    let fetch = events::ingest(&db.pool, &fetch, &b""[..], LIMITS)
+    let fetch = storage::ingest(&db.pool, &Broker::Postgres, &fetch, &b""[..], LIMITS)
         .await
         .unwrap();
     // With its log: analysed, then notified with a check run on the commit.
@@ -143,9 +146,15 @@ async fn a_climbing_repository_name_reaches_no_other_github_path() {
         payload: github_payload,
         ..NewEvent::default()
     };
-    let notify = events::ingest(&db.pool, &notify, oom_log().as_bytes(), LIMITS)
-        .await
-        .unwrap();
+    let notify = storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &notify,
+        oom_log().as_bytes(),
+        LIMITS,
+    )
+    .await
+    .unwrap();
     let api = github.uri();
     let worker = db.worker(
         "w1",
@@ -235,7 +244,7 @@ async fn events_outside_the_allow_list_reach_neither_github_nor_jenkins() {
         (github_event, "FAULTLINE_ALLOWED_REPOSITORIES"),
         (jenkins_event, "FAULTLINE_ALLOWED_JENKINS_JOBS"),
     ] {
-        let ingested = events::ingest(&db.pool, &event, &b""[..], LIMITS)
+        let ingested = storage::ingest(&db.pool, &Broker::Postgres, &event, &b""[..], LIMITS)
             .await
             .unwrap();
         runs.push((ingested.run_id, list));

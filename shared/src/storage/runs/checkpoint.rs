@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::{FINISHED_CHANNEL, Lease};
 use crate::{
-    queue::{self, AfterCommit, Pending},
+    queue::{self, AfterCommit, Broker, Pending},
     storage::{columns::CategoryColumn, review},
     types::{Category, RunStatus, StepRecord, StepTask},
 };
@@ -354,7 +354,14 @@ struct WayOn<'a> {
 }
 
 impl<'a> WayOn<'a> {
-    fn of(lease: &Lease, cp: &Checkpoint<'_>, next: &'a Next, keep: Option<Duration>) -> Self {
+    /// `in_sql`: the broker takes its tasks inside the statement (Postgres).
+    fn of(
+        lease: &Lease,
+        cp: &Checkpoint<'_>,
+        next: &'a Next,
+        keep: Option<Duration>,
+        in_sql: bool,
+    ) -> Self {
         let next_step = StepTask {
             run_id: lease.run_id,
             iteration: cp.record.iteration + 1,
@@ -362,7 +369,7 @@ impl<'a> WayOn<'a> {
         };
         let keep = keep.filter(|_| matches!(next, Next::Continue));
         let push = matches!(next, Next::Continue) && keep.is_none();
-        let push_in_sql = push && matches!(queue::broker(), queue::Broker::Postgres);
+        let push_in_sql = push && in_sql;
         // Only a queued next step needs its queue row (a fresh id and its bytes).
         let job = push_in_sql.then(|| queue::step_job(&next_step));
         let (status, finish) = match next {
@@ -472,12 +479,14 @@ impl<'a> Params<'a> {
 /// [`checkpoint_sql`]. `keep` only applies to [`Next::Continue`].
 pub async fn commit_step(
     pool: &PgPool,
+    broker: &Broker,
     lease: &Lease,
     cp: &Checkpoint<'_>,
     next: &Next,
     keep: Option<Duration>,
 ) -> sqlx::Result<CommitOutcome> {
-    let way = WayOn::of(lease, cp, next, keep);
+    let mut after = AfterCommit::new(broker);
+    let way = WayOn::of(lease, cp, next, keep, after.in_transaction());
     let committed: Option<(i32, i64, Option<String>)> = Params::of(lease, cp, &way)
         .bind(sqlx::query_as(checkpoint_sql(way.parts(cp))))
         .fetch_optional(pool)
@@ -486,7 +495,6 @@ pub async fn commit_step(
         return Ok(CommitOutcome::Fenced);
     };
     if way.push {
-        let mut after = AfterCommit::default();
         after.push(Pending {
             step: way.next_step,
             priority,
