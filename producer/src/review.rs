@@ -159,18 +159,7 @@ pub async fn run(pool: &PgPool, settings: &Settings, command: ReviewCommand) -> 
                     .await?
                     .context("no open review item matches")?,
             };
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&row)?)?;
-            } else {
-                outln!(
-                    "claimed {} (run {}) until {}",
-                    row.id,
-                    row.run_id,
-                    row.claim_expires_at
-                        .map(|t| t.to_rfc3339())
-                        .unwrap_or_default()
-                )?;
-            }
+            print_claimed(&row, json)?;
         }
         ReviewCommand::Resolve {
             item,
@@ -190,29 +179,48 @@ pub async fn run(pool: &PgPool, settings: &Settings, command: ReviewCommand) -> 
                 comment,
             };
             let resolved = resolution::resolve(pool, item, &who.actor()?, &decision).await?;
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&resolved)?)?;
-            } else {
-                let r = resolved.item.resolution.clone().unwrap_or_default();
-                outln!(
-                    "resolved {}: {} — {}",
-                    item,
-                    r["category"].as_str().unwrap_or("?"),
-                    r["root_cause"].as_str().unwrap_or("")
-                )?;
-                match resolved.library_id {
-                    Some(_) => outln!("  the error library now answers this fingerprint")?,
-                    None => outln!(
-                        "  (the run has no fingerprint: nothing added to the error library)"
-                    )?,
-                }
-            }
+            print_resolved(&resolved, json)?;
         }
         ReviewCommand::Dismiss { item, comment, who } => {
             resolution::dismiss(pool, item, &who.actor()?, comment.as_deref()).await?;
             outln!("dismissed {item}")?;
         }
         ReviewCommand::Show { item, json } => show(pool, item, json).await?,
+    }
+    Ok(())
+}
+
+fn print_claimed(row: &ReviewRow, json: bool) -> anyhow::Result<()> {
+    if json {
+        outln!("{}", serde_json::to_string_pretty(row)?)?;
+    } else {
+        outln!(
+            "claimed {} (run {}) until {}",
+            row.id,
+            row.run_id,
+            row.claim_expires_at
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+fn print_resolved(resolved: &resolution::Resolved, json: bool) -> anyhow::Result<()> {
+    if json {
+        outln!("{}", serde_json::to_string_pretty(resolved)?)?;
+        return Ok(());
+    }
+    let r = resolved.item.resolution.clone().unwrap_or_default();
+    outln!(
+        "resolved {}: {} — {}",
+        resolved.item.id,
+        r["category"].as_str().unwrap_or("?"),
+        r["root_cause"].as_str().unwrap_or("")
+    )?;
+    match resolved.library_id {
+        Some(_) => outln!("  the error library now answers this fingerprint")?,
+        None => outln!("  (the run has no fingerprint: nothing added to the error library)")?,
     }
     Ok(())
 }

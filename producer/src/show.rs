@@ -181,122 +181,134 @@ fn summarize(action: &str, obs: &Value) -> String {
     if let Some(err) = observed.error() {
         return format!("error: {err}");
     }
-    let result = observed.result();
+    let result = Observed(observed.result());
     match action.parse::<ToolName>() {
-        Ok(ToolName::LogExcerpt) => {
-            let e: tool::LogExcerpt = Observed(result).parse().unwrap_or_default();
-            let cls = &e.classification;
-            let lines: Vec<String> = e
-                .lines
-                .iter()
-                .take(8)
-                .map(|l| format!("\n      {:>6}: {}", l.n, l.text))
-                .collect();
-            let names = cls
-                .facts
-                .sentence()
-                .map(|s| format!("; names {s}"))
-                .unwrap_or_default();
-            format!(
-                "{} of {} lines; signals {} ({:.2}){names}; fingerprint {}{}",
-                e.lines.len(),
-                e.total_lines,
-                cls.category,
-                cls.confidence,
-                e.fingerprint,
-                lines.concat()
-            )
-        }
-        Ok(ToolName::SearchKnowledge) => {
-            let k: tool::SearchKnowledge = Observed(result).parse().unwrap_or_default();
-            let m: Vec<String> = k
-                .matches
-                .iter()
-                .map(|m| format!("{} ({}, {:.2})", m.slug, m.category, m.rank))
-                .collect();
-            if m.is_empty() {
-                "no knowledge-base match".into()
-            } else {
-                m.join(", ")
-            }
-        }
-        Ok(ToolName::SimilarFailures) => {
-            let found: tool::SimilarFailures = Observed(result).parse().unwrap_or_default();
-            let m: Vec<String> = found
-                .matches
-                .iter()
-                .map(|m| {
-                    format!(
-                        "{} {} ({}, {:.2}{})",
-                        m.category().unwrap_or("?"),
-                        m.run_id().unwrap_or(""),
-                        m.tier().unwrap_or(m.source().unwrap_or("?")),
-                        m.score().unwrap_or(1.0),
-                        if m.human_confirmed() {
-                            ", confirmed"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .collect();
-            let below: Vec<String> = found
-                .below_relevance_floor
-                .iter()
-                .map(|m| {
-                    format!(
-                        "{} {} ({}, {:.2})",
-                        m.category().unwrap_or("?"),
-                        m.run_id().unwrap_or(""),
-                        m.tier().unwrap_or("?"),
-                        m.score().unwrap_or(0.0),
-                    )
-                })
-                .collect();
-            let listed = if m.is_empty() {
-                "no similar past failure".to_string()
-            } else {
-                m.join(", ")
-            };
-            if below.is_empty() {
-                listed
-            } else {
-                format!("{listed}; below relevance floor: {}", below.join(", "))
-            }
-        }
-        Ok(ToolName::FailureHistory) => {
-            let h = Observed(result)
+        Ok(ToolName::LogExcerpt) => excerpt_line(&result.parse().unwrap_or_default()),
+        Ok(ToolName::SearchKnowledge) => knowledge_line(&result.parse().unwrap_or_default()),
+        Ok(ToolName::SimilarFailures) => similar_line(&result.parse().unwrap_or_default()),
+        Ok(ToolName::FailureHistory) => history_line(
+            &result
                 .parse::<tool::FailureHistory>()
                 .unwrap_or_default()
-                .history;
-            format!(
-                "{} failure(s), {} pass(es), {} consecutive failure(s){}; last passing commit {}",
-                h.failures,
-                h.passes,
-                h.consecutive_failures,
-                if h.flaky { ", flaky" } else { "" },
-                h.last_passing_commit.as_deref().unwrap_or("-")
-            )
-        }
-        _ if action == FINAL_ANSWER => {
-            let step: AnswerStep = Observed(result).parse().unwrap_or_default();
-            let specifics: Vec<String> = specifics_of(&step.answer)
-                .lines()
-                .into_iter()
-                .map(|(label, text)| format!("\n      {label}: {text}"))
-                .collect();
-            let answer: AnswerSummary = Observed(&step.answer).parse().unwrap_or_default();
-            format!(
-                "verdict {} at confidence {:.2}: {} — {}{}",
-                step.verdict.as_deref().unwrap_or("?"),
-                step.confidence,
-                answer.category.as_deref().unwrap_or("?"),
-                answer.root_cause,
-                specifics.concat()
-            )
-        }
-        _ => result.to_string(),
+                .history,
+        ),
+        _ if action == FINAL_ANSWER => answer_line(&result.parse().unwrap_or_default()),
+        _ => result.0.to_string(),
     }
+}
+
+/// The excerpt: its size, what it signals, its fingerprint and first lines.
+fn excerpt_line(e: &tool::LogExcerpt) -> String {
+    let cls = &e.classification;
+    let lines: Vec<String> = e
+        .lines
+        .iter()
+        .take(8)
+        .map(|l| format!("\n      {:>6}: {}", l.n, l.text))
+        .collect();
+    let names = cls
+        .facts
+        .sentence()
+        .map(|s| format!("; names {s}"))
+        .unwrap_or_default();
+    format!(
+        "{} of {} lines; signals {} ({:.2}){names}; fingerprint {}{}",
+        e.lines.len(),
+        e.total_lines,
+        cls.category,
+        cls.confidence,
+        e.fingerprint,
+        lines.concat()
+    )
+}
+
+/// The knowledge-base entries found, with category and rank.
+fn knowledge_line(k: &tool::SearchKnowledge) -> String {
+    let m: Vec<String> = k
+        .matches
+        .iter()
+        .map(|m| format!("{} ({}, {:.2})", m.slug, m.category, m.rank))
+        .collect();
+    if m.is_empty() {
+        "no knowledge-base match".into()
+    } else {
+        m.join(", ")
+    }
+}
+
+/// The similar past failures, then those below the relevance floor.
+fn similar_line(found: &tool::SimilarFailures) -> String {
+    let m: Vec<String> = found
+        .matches
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} ({}, {:.2}{})",
+                m.category().unwrap_or("?"),
+                m.run_id().unwrap_or(""),
+                m.tier().unwrap_or(m.source().unwrap_or("?")),
+                m.score().unwrap_or(1.0),
+                if m.human_confirmed() {
+                    ", confirmed"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    let below: Vec<String> = found
+        .below_relevance_floor
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} ({}, {:.2})",
+                m.category().unwrap_or("?"),
+                m.run_id().unwrap_or(""),
+                m.tier().unwrap_or("?"),
+                m.score().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    let listed = if m.is_empty() {
+        "no similar past failure".to_string()
+    } else {
+        m.join(", ")
+    };
+    if below.is_empty() {
+        listed
+    } else {
+        format!("{listed}; below relevance floor: {}", below.join(", "))
+    }
+}
+
+/// The job's record: failures, passes, streak, flakiness, last green commit.
+fn history_line(h: &tool::History) -> String {
+    format!(
+        "{} failure(s), {} pass(es), {} consecutive failure(s){}; last passing commit {}",
+        h.failures,
+        h.passes,
+        h.consecutive_failures,
+        if h.flaky { ", flaky" } else { "" },
+        h.last_passing_commit.as_deref().unwrap_or("-")
+    )
+}
+
+/// The verdict, the answer and its specifics.
+fn answer_line(step: &AnswerStep) -> String {
+    let specifics: Vec<String> = specifics_of(&step.answer)
+        .lines()
+        .into_iter()
+        .map(|(label, text)| format!("\n      {label}: {text}"))
+        .collect();
+    let answer: AnswerSummary = Observed(&step.answer).parse().unwrap_or_default();
+    format!(
+        "verdict {} at confidence {:.2}: {} — {}{}",
+        step.verdict.as_deref().unwrap_or("?"),
+        step.confidence,
+        answer.category.as_deref().unwrap_or("?"),
+        answer.root_cause,
+        specifics.concat()
+    )
 }
 
 /// What `trace` shows of a final answer's step: the verdict and the answer.

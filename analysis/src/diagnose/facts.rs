@@ -159,9 +159,11 @@ fn number(v: Option<&String>) -> Option<u32> {
     v.and_then(|s| s.parse().ok())
 }
 
+type Captures = HashMap<&'static str, String>;
+
 /// Gathers facts from `(kind, tool, log line, captures)` in priority order.
 pub(super) fn gather<'a>(
-    hits: impl Iterator<Item = (Kind, &'static str, u64, &'a HashMap<&'static str, String>)>,
+    hits: impl Iterator<Item = (Kind, &'static str, u64, &'a Captures)>,
     command: Option<&str>,
     exit_code: Option<i32>,
 ) -> Facts {
@@ -172,74 +174,83 @@ pub(super) fn gather<'a>(
     };
     for (kind, tool, log_line, caps) in hits {
         match kind {
-            Kind::Assertion | Kind::TestFailed | Kind::TestSummary => {
-                let file = caps.get("file").map(|f| text(f));
-                let line = number(caps.get("line"));
-                if let Some(name) = caps.get("test") {
-                    let name = text(name);
-                    if let Some(t) = facts.failing_tests.iter_mut().find(|t| t.name == name) {
-                        t.file = t.file.take().or(file);
-                        t.line = t.line.or(line);
-                    } else if facts.failing_tests.len() < MAX_TESTS {
-                        facts.failing_tests.push(TestRef {
-                            name,
-                            suite: caps.get("suite").map(|s| text(s)),
-                            file,
-                            line,
-                            runner: tool.to_string(),
-                        });
-                    }
-                } else if let (Some(f), Some(t)) = (file, facts.failing_tests.last_mut()) {
-                    // A location printed under the test's header.
-                    if t.file.is_none() {
-                        t.file = Some(f);
-                        t.line = line;
-                    }
-                }
-            }
-            Kind::Compile | Kind::Lint => {
-                let file = caps.get("file").map(|f| text(f));
-                let line = number(caps.get("line"));
-                match &mut facts.diagnostic {
-                    None if caps.contains_key("msg")
-                        || caps.contains_key("code")
-                        || file.is_some() =>
-                    {
-                        facts.diagnostic = Some(Diagnostic {
-                            tool: tool.to_string(),
-                            file,
-                            line,
-                            column: number(caps.get("col")),
-                            code: caps.get("code").map(|c| text(c)),
-                            message: caps.get("msg").map(|m| text(m)),
-                            log_line,
-                        });
-                    }
-                    // rustc and friends print the location on a later line.
-                    Some(d) if d.file.is_none() && file.is_some() && d.tool == tool => {
-                        d.file = file;
-                        d.line = line;
-                        d.column = number(caps.get("col"));
-                    }
-                    _ => {}
-                }
-            }
-            Kind::Dependency => {
-                if let Some(name) = caps.get("pkg") {
-                    let name = text(name.trim_matches(|c| c == '\'' || c == '"' || c == '`'));
-                    if !facts.packages.iter().any(|p| p.name == name)
-                        && facts.packages.len() < MAX_PACKAGES
-                    {
-                        facts.packages.push(PackageRef {
-                            name,
-                            version: caps.get("ver").map(|v| text(v)),
-                            tool: tool.to_string(),
-                        });
-                    }
-                }
-            }
+            Kind::Assertion | Kind::TestFailed | Kind::TestSummary => facts.add_test(tool, caps),
+            Kind::Compile | Kind::Lint => facts.add_diagnostic(tool, log_line, caps),
+            Kind::Dependency => facts.add_package(tool, caps),
             _ => {}
         }
     }
     facts
+}
+
+impl Facts {
+    /// A failing test by name (merged with one already seen), or a location
+    /// printed under the last test's header.
+    fn add_test(&mut self, tool: &str, caps: &Captures) {
+        let file = caps.get("file").map(|f| text(f));
+        let line = number(caps.get("line"));
+        if let Some(name) = caps.get("test") {
+            let name = text(name);
+            if let Some(t) = self.failing_tests.iter_mut().find(|t| t.name == name) {
+                t.file = t.file.take().or(file);
+                t.line = t.line.or(line);
+            } else if self.failing_tests.len() < MAX_TESTS {
+                self.failing_tests.push(TestRef {
+                    name,
+                    suite: caps.get("suite").map(|s| text(s)),
+                    file,
+                    line,
+                    runner: tool.to_string(),
+                });
+            }
+        } else if let (Some(f), Some(t)) = (file, self.failing_tests.last_mut()) {
+            // A location printed under the test's header.
+            if t.file.is_none() {
+                t.file = Some(f);
+                t.line = line;
+            }
+        }
+    }
+
+    /// The first compiler or linter diagnostic, completed by a location
+    /// printed on a later line.
+    fn add_diagnostic(&mut self, tool: &str, log_line: u64, caps: &Captures) {
+        let file = caps.get("file").map(|f| text(f));
+        let line = number(caps.get("line"));
+        match &mut self.diagnostic {
+            None if caps.contains_key("msg") || caps.contains_key("code") || file.is_some() => {
+                self.diagnostic = Some(Diagnostic {
+                    tool: tool.to_string(),
+                    file,
+                    line,
+                    column: number(caps.get("col")),
+                    code: caps.get("code").map(|c| text(c)),
+                    message: caps.get("msg").map(|m| text(m)),
+                    log_line,
+                });
+            }
+            // rustc and friends print the location on a later line.
+            Some(d) if d.file.is_none() && file.is_some() && d.tool == tool => {
+                d.file = file;
+                d.line = line;
+                d.column = number(caps.get("col"));
+            }
+            _ => {}
+        }
+    }
+
+    /// A package the build could not resolve (each name once).
+    fn add_package(&mut self, tool: &str, caps: &Captures) {
+        let Some(name) = caps.get("pkg") else {
+            return;
+        };
+        let name = text(name.trim_matches(|c| c == '\'' || c == '"' || c == '`'));
+        if !self.packages.iter().any(|p| p.name == name) && self.packages.len() < MAX_PACKAGES {
+            self.packages.push(PackageRef {
+                name,
+                version: caps.get("ver").map(|v| text(v)),
+                tool: tool.to_string(),
+            });
+        }
+    }
 }
