@@ -456,6 +456,54 @@ async fn rate_limited_calls_wait_for_retry_after() {
     );
 }
 
+/// With no in-process retry left, a rate-limited step is retried by the
+/// durable schedule, and no sooner than the server's `Retry-After`, even
+/// when the backoff alone would retry at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limited_step_is_rescheduled_no_sooner_than_retry_after() {
+    let db = TestDb::new().await;
+    let good = good_script(Wire::OpenAi);
+    let calls = Arc::new(Mutex::new(0usize));
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, move |iteration, body| {
+        let mut n = calls.lock().unwrap();
+        *n += 1;
+        if *n == 1 {
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "2")
+                .set_body_json(
+                    json!({"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
+                )
+        } else {
+            good(iteration, body)
+        }
+    })
+    .await;
+    let mut env = fake.env(&server);
+    env.push(("LLM_RETRIES".into(), "0".into()));
+    env.push(("FAULTLINE_RETRY_BASE_MS".into(), "50".into()));
+    let (run, status) = run_with(&db, &env).await;
+    assert_eq!(status, "completed");
+    let (attempts, waited): (i64, f64) = sqlx::query_as(
+        "SELECT count(*), max(extract(epoch FROM next_attempt_at - failed_at))::float8
+         FROM run_attempts WHERE run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        attempts, 1,
+        "one failed attempt, retried by the step schedule"
+    );
+    assert!(
+        waited >= 1.99,
+        "retry scheduled {waited:.3} s later, before Retry-After"
+    );
+    let requests = fake.requests();
+    let gap = requests[1].0 - requests[0].0;
+    assert!(gap >= Duration::from_millis(1950), "retried after {gap:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_key_falls_back_to_the_heuristic_reasoner() {
     let db = TestDb::new().await;

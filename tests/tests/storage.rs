@@ -142,9 +142,17 @@ async fn a_superseded_lease_can_write_nothing() {
         CommitOutcome::Fenced
     );
     assert_eq!(
-        runs::record_failure(&db.pool, &Broker::Postgres, &stale, "boom", true, backoff)
-            .await
-            .unwrap(),
+        runs::record_failure(
+            &db.pool,
+            &Broker::Postgres,
+            &stale,
+            "boom",
+            true,
+            backoff,
+            None
+        )
+        .await
+        .unwrap(),
         FailureOutcome::Fenced
     );
     assert!(

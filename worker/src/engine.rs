@@ -313,6 +313,7 @@ impl Engine {
                 &msg,
                 transient,
                 self.backoff(),
+                failure.wait(),
             )
             .await?
             {

@@ -71,6 +71,14 @@ impl Failure {
         self.retry
     }
 
+    /// How long the server asked us to wait before retrying, if it did.
+    pub fn wait(&self) -> Option<Duration> {
+        match self.retry {
+            Retry::Later { not_before } => not_before,
+            Retry::Never => None,
+        }
+    }
+
     pub fn is_transient(&self) -> bool {
         matches!(self.retry, Retry::Later { .. })
     }
@@ -124,10 +132,7 @@ impl RetryHint for Failure {
         Failure::is_transient(self)
     }
     fn retry_after(&self) -> Option<Duration> {
-        match self.retry {
-            Retry::Later { not_before } => not_before,
-            Retry::Never => None,
-        }
+        self.wait()
     }
     fn describe(&self) -> String {
         self.chain()

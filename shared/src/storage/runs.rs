@@ -243,15 +243,19 @@ pub enum FailureOutcome {
 
 /// The SET clause shared by a failed attempt and an expired lease (table
 /// alias `r`): counts the attempt, schedules the retry with capped
-/// exponential backoff and jitter computed from the stored attempt count, or
+/// exponential backoff and jitter computed from the stored attempt count, but
+/// never sooner than the server asked (`Retry-After`, itself capped), or
 /// dead-letters the run. Placeholders: `{e}` error (text), `{t}` transient,
-/// `{b}` base seconds, `{c}` cap seconds.
+/// `{b}` base seconds, `{c}` cap seconds, `{w}` the server's wait in seconds
+/// (0 when it named none).
 const FAIL_ATTEMPT_SET: &str = "
     attempts = r.attempts + 1, last_error = {e}, lease_owner = NULL, lease_expires_at = NULL,
     lease_epoch = r.lease_epoch + 1, updated_at = now(),
     status = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN 'retry_wait' ELSE 'failed' END,
     next_attempt_at = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts
-        THEN now() + make_interval(secs => least({c}, {b} * power(2, r.attempts)) * (1 + 0.25 * random()))
+        THEN now() + make_interval(secs => greatest(
+            least({c}, {b} * power(2, r.attempts)) * (1 + 0.25 * random()),
+            least({c}, {w})))
         ELSE now() END,
     failure_reason = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN NULL
         ELSE format('iteration %s failed after %s attempt(s): %s', r.iteration + 1, r.attempts + 1, {e}) END,
@@ -260,13 +264,14 @@ const FAIL_ATTEMPT_SET: &str = "
 const FAIL_RETURNING: &str =
     "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority";
 
-/// [`FAIL_ATTEMPT_SET`] with its four parameters numbered from `$first`.
+/// [`FAIL_ATTEMPT_SET`] with its five parameters numbered from `$first`.
 fn fail_attempt_set(first: usize) -> String {
     FAIL_ATTEMPT_SET
         .replace("{e}", &format!("${first}::text"))
         .replace("{t}", &format!("${}", first + 1))
         .replace("{b}", &format!("${}", first + 2))
         .replace("{c}", &format!("${}", first + 3))
+        .replace("{w}", &format!("${}::float8", first + 4))
 }
 
 #[derive(sqlx::FromRow)]
@@ -289,7 +294,9 @@ pub(crate) static RECORD_FAILURE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// running -> retry_wait | failed for the lease holder's current attempt.
+/// running -> retry_wait | failed for the lease holder's current attempt. A
+/// transient failure retries after the backoff, or after `wait` (the
+/// server's `Retry-After`, capped at the backoff's cap) when that is later.
 pub async fn record_failure(
     pool: &PgPool,
     broker: &Broker,
@@ -297,6 +304,7 @@ pub async fn record_failure(
     error: &str,
     transient: bool,
     backoff: Backoff,
+    wait: Option<Duration>,
 ) -> sqlx::Result<FailureOutcome> {
     let mut tx = pool.begin().await?;
     let failed: Option<Failed> = sqlx::query_as(RECORD_FAILURE.as_str())
@@ -307,6 +315,7 @@ pub async fn record_failure(
         .bind(transient)
         .bind(backoff.base.as_secs_f64())
         .bind(backoff.max.as_secs_f64())
+        .bind(wait.unwrap_or_default().as_secs_f64())
         .fetch_optional(&mut *tx)
         .await?;
     let Some(failed) = failed else {
@@ -439,6 +448,7 @@ pub async fn reconcile_expired(
         .bind(true)
         .bind(backoff.base.as_secs_f64())
         .bind(backoff.max.as_secs_f64())
+        .bind(0.0)
         .fetch_all(&mut *tx)
         .await?;
     let mut after = AfterCommit::new(broker);
