@@ -125,6 +125,15 @@ pub fn retry_scheduled() {
     counter!("faultline_retries_total").increment(1);
 }
 
+/// One batched lease renewal: its statement's latency and how many leases
+/// it renewed and lost.
+pub fn lease_renewal(elapsed: Duration, renewed: usize, lost: usize) {
+    counter!("faultline_lease_renewal_statements_total").increment(1);
+    counter!("faultline_lease_renewals_total").increment(renewed as u64);
+    counter!("faultline_leases_lost_total").increment(lost as u64);
+    histogram!("faultline_lease_renewal_seconds").record(elapsed.as_secs_f64());
+}
+
 /// Runs whose lease expired were taken over by the reconciler.
 pub fn lease_takeovers(n: usize) {
     counter!("faultline_lease_takeovers_total").increment(n as u64);

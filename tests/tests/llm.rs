@@ -694,3 +694,67 @@ async fn the_model_sees_the_facts_and_its_answer_carries_them_from_the_log() {
         "the model's own words stay its own"
     );
 }
+
+/// One counter of a Prometheus text page (summed over its label sets).
+fn counter(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| series.split('{').next() == Some(name))
+        .map(|(_, v)| v.parse::<f64>().unwrap())
+        .sum()
+}
+
+/// Model calls far longer than the lease keep it: the worker renews every
+/// lease it holds in one statement per period (not one per run), so no run
+/// is taken over, retried or asked of the model twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_runs() {
+    let db = TestDb::new().await;
+    let delay = Duration::from_millis(1500);
+    let good = good_script(Wire::OpenAi);
+    let (server, fake) =
+        FakeLlm::start(Wire::OpenAi, move |i, b| good(i, b).set_delay(delay)).await;
+    let mut env = fake.env(&server);
+    // A 600 ms lease, renewed every 200 ms, around 1.5 s model calls.
+    env.push(("FAULTLINE_LEASE_TTL_MS".into(), "600".into()));
+    env.push(("FAULTLINE_RECONCILE_INTERVAL_MS".into(), "300".into()));
+    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "4".into()));
+    let runs: Vec<Uuid> = (0..4)
+        .map(|i| {
+            db.enqueue(
+                &db.write(&format!("oom-{i}.log"), format!("build {i}\n{}", oom_log())),
+                &[],
+            )
+        })
+        .collect();
+    let worker = db.worker("w", &env_refs(&env));
+    let base = worker.http_base().await;
+    for run in &runs {
+        assert_eq!(
+            wait_terminal(&db.pool, *run, Duration::from_secs(90)).await,
+            "completed"
+        );
+    }
+    assert_eq!(fake.requests().len(), 12, "one model call per iteration");
+    let failed_attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM run_attempts")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(failed_attempts, 0, "no lease lapsed, nothing was retried");
+
+    let page = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let statements = counter(&page, "faultline_lease_renewal_statements_total");
+    let renewals = counter(&page, "faultline_lease_renewals_total");
+    assert_eq!(counter(&page, "faultline_leases_lost_total"), 0.0);
+    assert!(statements >= 10.0, "{statements} renewal statements");
+    assert!(
+        renewals > 2.5 * statements,
+        "{renewals} leases renewed by {statements} statements: not batched"
+    );
+}

@@ -12,16 +12,13 @@
 //!    bulk run queues its next step task; a finishing run writes its result,
 //!    review item and outbox row.
 //!
-//! While a step runs, the lease is renewed every third of its TTL; if it is
-//! lost the step stops. Transient errors become a durable retry (attempt
+//! While a step runs, its lease is renewed every third of its TTL, with
+//! every other lease of the worker in one statement ([`crate::leases`]); if
+//! it is lost the step stops. Transient errors become a durable retry (attempt
 //! count and next attempt time in Postgres); permanent ones dead-letter the
 //! run into the review queue.
 
-use std::{
-    borrow::Cow,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{borrow::Cow, sync::Arc, time::Instant};
 
 use faultline_shared::{
     FinalAnswer, Settings, StepRecord, StepTask, metrics,
@@ -52,6 +49,7 @@ use crate::{
         verify::{self, Route},
     },
     failure::Failure,
+    leases::Leases,
     sources::fetch::LogFetcher,
     tools::{ToolBelt, ToolContext, ToolError, ToolName},
 };
@@ -197,6 +195,8 @@ pub struct Engine {
     pub pool: PgPool,
     /// Where step tasks go (retries, released runs, queued next steps).
     pub broker: Broker,
+    /// Renews the leases of every step in flight, in one statement.
+    pub leases: Leases,
     pub settings: Settings,
     pub worker_id: String,
     pub tools: ToolBelt,
@@ -277,9 +277,8 @@ impl Engine {
         started: Instant,
     ) -> anyhow::Result<(StepOutcome, Option<Held>)> {
         let lease = held.lease.clone();
-        let ttl = self.settings.lease_ttl;
-        let (lost_tx, mut lost_rx) = watch::channel(false);
-        let keeper = tokio::spawn(keep_lease(self.pool.clone(), lease.clone(), ttl, lost_tx));
+        let hold = self.leases.hold(&lease);
+        let mut lost = hold.lost.clone();
         let mut shutdown = self.shutdown.clone();
         let grace = self.settings.shutdown_grace;
 
@@ -288,7 +287,7 @@ impl Engine {
                 Ok(done) => done,
                 Err(failure) => (self.fail(&lease, &failure).await?, None),
             },
-            _ = async { let _ = lost_rx.wait_for(|lost| *lost).await; } => {
+            _ = async { let _ = lost.wait_for(|lost| *lost).await; } => {
                 warn!("lease lost mid-step; abandoning the iteration");
                 (StepOutcome::Fenced, None)
             }
@@ -298,7 +297,7 @@ impl Engine {
                 (if released { StepOutcome::Released } else { StepOutcome::Fenced }, None)
             }
         };
-        keeper.abort();
+        drop(hold);
         Ok(outcome)
     }
 
@@ -848,22 +847,4 @@ fn finish(
         confidence: answer.confidence,
         review_reason,
     })
-}
-
-/// Renews the lease every third of its TTL; signals `lost` when it cannot.
-async fn keep_lease(pool: PgPool, lease: Lease, ttl: Duration, lost: watch::Sender<bool>) {
-    let period = ttl / 3;
-    loop {
-        tokio::time::sleep(period).await;
-        match runs::renew_lease(&pool, &lease, ttl).await {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = lost.send(true);
-                return;
-            }
-            // A failed renewal is retried at the next period; the lease only
-            // lapses if renewals keep failing for a whole TTL.
-            Err(e) => warn!(error = %e, "lease renewal failed"),
-        }
-    }
 }

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod failure;
 pub mod health;
 pub mod http;
+pub mod leases;
 pub mod notify;
 pub mod runtime;
 pub mod sources;

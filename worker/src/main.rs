@@ -17,6 +17,7 @@ use faultline_worker::{
         },
     },
     health,
+    leases::Leases,
     notify::{self, NotifyConfig},
     runtime,
     sources::SourcesConfig,
@@ -67,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
     if let Some(c) = args.concurrency {
         settings.worker_concurrency = c.max(1);
     }
-    let pool = db::connect(&settings, settings.worker_concurrency as u32 * 2 + 4).await?;
+    let pool = db::connect(&settings, settings.db_pool_size).await?;
     let broker = faultline_shared::queue::connect(&settings)
         .await
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
@@ -101,6 +102,11 @@ async fn main() -> anyhow::Result<()> {
     let judge = judge(&env)?;
     let engine = Arc::new(Engine {
         judge,
+        leases: Leases::start(
+            settings.database_url.clone(),
+            worker_id.clone(),
+            settings.lease_ttl,
+        ),
         pool,
         broker,
         tools,

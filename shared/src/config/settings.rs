@@ -69,6 +69,11 @@ pub struct Settings {
         deserialize_with = "de::parsed"
     )]
     pub worker_concurrency: usize,
+    /// Database connections of a worker's pool, whatever its concurrency: a
+    /// step holds one only for a statement, never while it waits on a model
+    /// or a tool's HTTP call.
+    #[serde(rename = "FAULTLINE_DB_POOL_SIZE", deserialize_with = "de::parsed")]
+    pub db_pool_size: u32,
     /// `FAULTLINE_BULK_CONCURRENCY` (Redis broker): slots of the bulk queue
     /// per worker, on top of the live ones; unset (or 0): a quarter of them,
     /// at least 1.
@@ -132,6 +137,7 @@ impl Default for Settings {
             poll_interval: Duration::from_millis(1_000),
             queue_heartbeat: Duration::from_secs(3),
             worker_concurrency: 8,
+            db_pool_size: 16,
             bulk_concurrency: None,
             tool_timeout: Duration::from_millis(30_000),
             tool_rate_limits: parse_rate_limits(DEFAULT_TOOL_RATE_LIMITS)
@@ -317,6 +323,13 @@ impl Settings {
         }
         if self.worker_concurrency == 0 {
             return bad("FAULTLINE_WORKER_CONCURRENCY", "0".into(), "must be >= 1");
+        }
+        if self.db_pool_size < 2 {
+            return bad(
+                "FAULTLINE_DB_POOL_SIZE",
+                self.db_pool_size.to_string(),
+                "must be >= 2",
+            );
         }
         if self.lease_ttl < Duration::from_millis(300) {
             return bad(

@@ -227,6 +227,31 @@ pub async fn renew_lease(pool: &PgPool, lease: &Lease, ttl: Duration) -> sqlx::R
     Ok(done.rows_affected() == 1)
 }
 
+/// Renews, in one statement, the leases `owner` still holds among `held`
+/// (run id, epoch); returns the runs renewed. A lease missing from the
+/// answer was lost (taken over, or the run finished).
+pub async fn renew_leases(
+    conn: &mut PgConnection,
+    owner: &str,
+    held: &[(Uuid, i64)],
+    ttl: Duration,
+) -> sqlx::Result<Vec<Uuid>> {
+    let (ids, epochs): (Vec<Uuid>, Vec<i64>) = held.iter().copied().unzip();
+    sqlx::query_scalar(
+        "UPDATE analysis_runs r SET lease_expires_at = now() + make_interval(secs => $4)
+         FROM unnest($2::uuid[], $3::bigint[]) AS h(id, epoch)
+         WHERE r.id = h.id AND r.lease_owner = $1 AND r.lease_epoch = h.epoch
+           AND r.status = 'running'
+         RETURNING r.id",
+    )
+    .bind(owner)
+    .bind(&ids)
+    .bind(&epochs)
+    .bind(ttl.as_secs_f64())
+    .fetch_all(conn)
+    .await
+}
+
 /// What happened to a failed attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FailureOutcome {

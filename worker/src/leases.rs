@@ -1,0 +1,142 @@
+//! Lease renewal for every run this worker holds: one statement per period
+//! (a third of the lease TTL) renews all of them, on a connection of its
+//! own, so renewals never wait behind the steps' statements in the pool and
+//! their cost does not grow with the number of runs in flight. A step
+//! registers its lease ([`Leases::hold`]) and watches [`Hold::lost`]: the
+//! renewal that finds the lease gone (taken over, or the run finished
+//! elsewhere) flips it, and the step abandons its iteration.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use faultline_shared::{
+    config::{ExposeSecret, SecretString},
+    metrics,
+    storage::runs::{self, Lease},
+};
+use sqlx::{Connection, PgConnection};
+use tokio::sync::watch;
+use tracing::warn;
+use uuid::Uuid;
+
+/// The leases this worker holds, renewed together.
+#[derive(Clone)]
+pub struct Leases {
+    held: Arc<Mutex<HashMap<Uuid, Entry>>>,
+}
+
+struct Entry {
+    epoch: i64,
+    lost: watch::Sender<bool>,
+}
+
+/// A registered lease; dropping it stops its renewal.
+pub struct Hold {
+    held: Arc<Mutex<HashMap<Uuid, Entry>>>,
+    run_id: Uuid,
+    epoch: i64,
+    /// Flips to true when a renewal finds the lease lost.
+    pub lost: watch::Receiver<bool>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut held = lock(&self.held);
+        if held
+            .get(&self.run_id)
+            .is_some_and(|e| e.epoch == self.epoch)
+        {
+            held.remove(&self.run_id);
+        }
+    }
+}
+
+fn lock(held: &Mutex<HashMap<Uuid, Entry>>) -> std::sync::MutexGuard<'_, HashMap<Uuid, Entry>> {
+    held.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Leases {
+    /// Starts renewing, every `ttl / 3`, the leases `owner` registers, on a
+    /// connection to `database_url` of its own (reopened after an error).
+    pub fn start(database_url: SecretString, owner: String, ttl: Duration) -> Self {
+        let leases = Self {
+            held: Arc::default(),
+        };
+        tokio::spawn(renew_loop(leases.held.clone(), database_url, owner, ttl));
+        leases
+    }
+
+    /// Registers `lease` for renewal until the returned [`Hold`] is dropped.
+    pub fn hold(&self, lease: &Lease) -> Hold {
+        let (tx, rx) = watch::channel(false);
+        lock(&self.held).insert(
+            lease.run_id,
+            Entry {
+                epoch: lease.epoch,
+                lost: tx,
+            },
+        );
+        Hold {
+            held: self.held.clone(),
+            run_id: lease.run_id,
+            epoch: lease.epoch,
+            lost: rx,
+        }
+    }
+}
+
+async fn renew_loop(
+    held: Arc<Mutex<HashMap<Uuid, Entry>>>,
+    database_url: SecretString,
+    owner: String,
+    ttl: Duration,
+) {
+    let mut tick = tokio::time::interval(ttl / 3);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut conn: Option<PgConnection> = None;
+    loop {
+        tick.tick().await;
+        let batch: Vec<(Uuid, i64)> = lock(&held).iter().map(|(id, e)| (*id, e.epoch)).collect();
+        if batch.is_empty() {
+            continue;
+        }
+        if conn.is_none() {
+            match PgConnection::connect(database_url.expose_secret()).await {
+                Ok(c) => conn = Some(c),
+                // Retried at the next period; a lease lapses only if
+                // renewals keep failing for a whole TTL.
+                Err(e) => {
+                    warn!(error = %e, "lease renewal: cannot connect");
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let started = Instant::now();
+        match runs::renew_leases(c, &owner, &batch, ttl).await {
+            Ok(renewed) => {
+                let renewed: HashSet<Uuid> = renewed.into_iter().collect();
+                let mut lost = 0;
+                let mut held = lock(&held);
+                for (id, epoch) in batch.iter().filter(|(id, _)| !renewed.contains(id)) {
+                    // The step may have moved on (next iteration, new epoch)
+                    // since the batch was read: only its own lease is lost.
+                    if held.get(id).is_some_and(|e| e.epoch == *epoch) {
+                        if let Some(e) = held.remove(id) {
+                            let _ = e.lost.send(true);
+                        }
+                        lost += 1;
+                    }
+                }
+                metrics::lease_renewal(started.elapsed(), renewed.len(), lost);
+            }
+            Err(e) => {
+                warn!(error = %e, leases = batch.len(), "lease renewal failed");
+                conn = None;
+            }
+        }
+    }
+}
