@@ -581,6 +581,7 @@ impl Engine {
         // Live runs go on in this slot; bulk runs go back to the queue.
         let keep = (run.priority >= queue::PRIORITY_LIVE && !*self.shutdown.borrow())
             .then_some(self.settings.lease_ttl);
+        self.leases.committing(&lease);
         let kept =
             match runs::commit_step(&self.pool, &self.broker, &lease, &cp, &next, keep).await? {
                 CommitOutcome::Committed { kept } => kept,

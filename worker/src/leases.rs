@@ -4,7 +4,10 @@
 //! their cost does not grow with the number of runs in flight. A step
 //! registers its lease ([`Leases::hold`]) and watches [`Hold::lost`]: the
 //! renewal that finds the lease gone (taken over, or the run finished
-//! elsewhere) flips it, and the step abandons its iteration.
+//! elsewhere) flips it, and the step abandons its iteration — unless the
+//! step is committing ([`Leases::committing`]): its own commit moves the
+//! lease on (a new epoch, or none), and the commit is fenced by the epoch
+//! anyway, so a renewal that misses it must not cancel the step mid-commit.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -31,6 +34,7 @@ pub struct Leases {
 struct Entry {
     epoch: i64,
     lost: watch::Sender<bool>,
+    committing: bool,
 }
 
 /// A registered lease; dropping it stops its renewal.
@@ -69,6 +73,16 @@ impl Leases {
         leases
     }
 
+    /// The step holding `lease` is about to commit: from now on a renewal
+    /// that misses the lease does not cancel it (the commit is fenced).
+    pub fn committing(&self, lease: &Lease) {
+        if let Some(e) = lock(&self.held).get_mut(&lease.run_id)
+            && e.epoch == lease.epoch
+        {
+            e.committing = true;
+        }
+    }
+
     /// Registers `lease` for renewal until the returned [`Hold`] is dropped.
     pub fn hold(&self, lease: &Lease) -> Hold {
         let (tx, rx) = watch::channel(false);
@@ -77,6 +91,7 @@ impl Leases {
             Entry {
                 epoch: lease.epoch,
                 lost: tx,
+                committing: false,
             },
         );
         Hold {
@@ -124,7 +139,10 @@ async fn renew_loop(
                 for (id, epoch) in batch.iter().filter(|(id, _)| !renewed.contains(id)) {
                     // The step may have moved on (next iteration, new epoch)
                     // since the batch was read: only its own lease is lost.
-                    if held.get(id).is_some_and(|e| e.epoch == *epoch) {
+                    if held
+                        .get(id)
+                        .is_some_and(|e| e.epoch == *epoch && !e.committing)
+                    {
                         if let Some(e) = held.remove(id) {
                             let _ = e.lost.send(true);
                         }
