@@ -388,3 +388,20 @@ impl TestDb {
         .unwrap_or_else(|e| panic!("no {tool} step in run {run}: {e}"))
     }
 }
+
+/// The value of one sample of a Prometheus text page (`name{labels}`,
+/// labels in any order; summed over the series that match), 0 if absent.
+pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| {
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|(_, v)| v.parse::<f64>().unwrap())
+        .sum()
+}

@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use faultline_tests::{TestDb, oom_log, run_state, wait_terminal, wait_until};
+use faultline_tests::{TestDb, metric_sample, oom_log, run_state, wait_terminal, wait_until};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
@@ -551,6 +551,18 @@ async fn a_refused_key_falls_back_to_the_heuristic_reasoner() {
     assert!(reason.contains("401"), "{reason}");
 }
 
+/// `n` OOM runs whose logs differ (so none is a duplicate of another).
+fn distinct_oom_runs(db: &TestDb, n: usize) -> Vec<Uuid> {
+    (0..n)
+        .map(|i| {
+            db.enqueue(
+                &db.write(&format!("oom-{i}.log"), format!("build {i}\n{}", oom_log())),
+                &[],
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_shared_rate_limit_holds_across_two_worker_processes() {
     let db = TestDb::new().await;
@@ -564,14 +576,7 @@ async fn the_shared_rate_limit_holds_across_two_worker_processes() {
     // Two slots each: a worker fetches at most two of the four runs, so both
     // processes have runs in flight and compete for the one LLM slot.
     env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "2".into()));
-    let runs: Vec<Uuid> = (0..4)
-        .map(|i| {
-            db.enqueue(
-                &db.write(&format!("oom-{i}.log"), format!("build {i}\n{}", oom_log())),
-                &[],
-            )
-        })
-        .collect();
+    let runs = distinct_oom_runs(&db, 4);
     let _a = db.worker("a", &env_refs(&env));
     let _b = db.worker("b", &env_refs(&env));
     for run in &runs {
@@ -695,16 +700,6 @@ async fn the_model_sees_the_facts_and_its_answer_carries_them_from_the_log() {
     );
 }
 
-/// One counter of a Prometheus text page (summed over its label sets).
-fn counter(page: &str, name: &str) -> f64 {
-    page.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter(|(series, _)| series.split('{').next() == Some(name))
-        .map(|(_, v)| v.parse::<f64>().unwrap())
-        .sum()
-}
-
 /// Model calls far longer than the lease keep it: the worker renews every
 /// lease it holds in one statement per period (not one per run), so no run
 /// is taken over, retried or asked of the model twice.
@@ -720,14 +715,7 @@ async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_r
     env.push(("FAULTLINE_LEASE_TTL_MS".into(), "600".into()));
     env.push(("FAULTLINE_RECONCILE_INTERVAL_MS".into(), "300".into()));
     env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "4".into()));
-    let runs: Vec<Uuid> = (0..4)
-        .map(|i| {
-            db.enqueue(
-                &db.write(&format!("oom-{i}.log"), format!("build {i}\n{}", oom_log())),
-                &[],
-            )
-        })
-        .collect();
+    let runs = distinct_oom_runs(&db, 4);
     let worker = db.worker("w", &env_refs(&env));
     let base = worker.http_base().await;
     for run in &runs {
@@ -749,9 +737,12 @@ async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_r
         .text()
         .await
         .unwrap();
-    let statements = counter(&page, "faultline_lease_renewal_statements_total");
-    let renewals = counter(&page, "faultline_lease_renewals_total");
-    assert_eq!(counter(&page, "faultline_leases_lost_total"), 0.0);
+    let statements = metric_sample(&page, "faultline_lease_renewal_statements_total", &[]);
+    let renewals = metric_sample(&page, "faultline_lease_renewals_total", &[]);
+    assert_eq!(
+        metric_sample(&page, "faultline_leases_lost_total", &[]),
+        0.0
+    );
     assert!(statements >= 10.0, "{statements} renewal statements");
     assert!(
         renewals > 2.5 * statements,

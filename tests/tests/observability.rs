@@ -12,7 +12,9 @@ use std::{
 };
 
 use axum::{Router, body::Bytes, extract::State, routing::post};
-use faultline_tests::{TestDb, Worker, oom_log, run_state, wait_terminal, wait_until};
+use faultline_tests::{
+    TestDb, Worker, metric_sample as sample, oom_log, run_state, wait_terminal, wait_until,
+};
 use nix::sys::signal::Signal;
 use opentelemetry_proto::tonic::{
     collector::trace::v1::ExportTraceServiceRequest,
@@ -242,22 +244,6 @@ async fn one_analysis_is_one_trace_across_two_workers() {
             .unwrap();
     assert_eq!(traceparent, None);
     assert!(spans_of_run(&received, quiet).is_empty());
-}
-
-/// The value of one sample (`name{labels}`, labels in any order), 0 if absent.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter(|(series, _)| {
-            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
-            metric == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
-        })
-        .map(|(_, v)| v.parse::<f64>().unwrap())
-        .sum()
 }
 
 async fn scrape(base: &str) -> String {

@@ -18,8 +18,13 @@ fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// The test Redis (`REDIS_URL`, default the local one).
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
 async fn redis_conn() -> redis::aio::MultiplexedConnection {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     redis::Client::open(url)
         .unwrap()
         .get_multiplexed_async_connection()
@@ -29,7 +34,7 @@ async fn redis_conn() -> redis::aio::MultiplexedConnection {
 
 /// Deletes every key of `namespace`: what FLUSHALL does to our queues.
 async fn wipe(namespace: &str) -> usize {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     faultline_tests::wipe_redis_namespace(&url, namespace)
         .await
         .unwrap()
@@ -151,7 +156,7 @@ async fn duplicate_step_tasks_are_harmless() {
     let ns = namespace(&db);
     let env = redis_env(&ns);
     let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     let broker = RedisBroker::connect(&url, &ns).await.unwrap();
     let first = Pending {
         step: StepTask {
@@ -253,7 +258,7 @@ async fn a_task_in_no_list_is_pushed_again() {
     let ns = namespace(&db);
     let env = redis_env(&ns);
     let run = db.enqueue(&db.write("oom.log", oom_log()), &refs(&env));
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     let broker = RedisBroker::connect(&url, &ns).await.unwrap();
     let step = Pending {
         step: faultline_shared::types::StepTask {
@@ -448,7 +453,7 @@ async fn the_dead_letter_list_keeps_its_newest_entries_and_counts_what_it_drops(
     use faultline_shared::queue::redis::{DEAD_LETTER_CAP, RedisBroker};
     let metrics = faultline_shared::metrics::install("faultline-tests");
     let ns = format!("dead-letter-{}", uuid::Uuid::new_v4().simple());
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     let broker = RedisBroker::connect(&url, &ns).await.unwrap();
     let list = broker.dead_letter_list();
     let mut conn = redis_conn().await;
@@ -513,7 +518,7 @@ async fn each_ingest_queues_its_first_step_on_the_broker_it_is_given() {
     };
     let db = TestDb::new().await;
     let ns = namespace(&db);
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url = redis_url();
     let redis = Broker::Redis(Box::new(RedisBroker::connect(&url, &ns).await.unwrap()));
     let limits = RunLimits {
         max_iterations: 3,

@@ -212,21 +212,6 @@ pub async fn claim(
     }))
 }
 
-/// Extends a held lease by `ttl`; false when the lease was lost.
-pub async fn renew_lease(pool: &PgPool, lease: &Lease, ttl: Duration) -> sqlx::Result<bool> {
-    let done = sqlx::query(
-        "UPDATE analysis_runs SET lease_expires_at = now() + make_interval(secs => $4)
-         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'",
-    )
-    .bind(lease.run_id)
-    .bind(&lease.owner)
-    .bind(lease.epoch)
-    .bind(ttl.as_secs_f64())
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
 /// Renews, in one statement, the leases `owner` still holds among `held`
 /// (run id, epoch); returns the runs renewed. A lease missing from the
 /// answer was lost (taken over, or the run finished).
