@@ -2,6 +2,7 @@
 #   make run     install/start Postgres + Redis if needed, build, migrate, analyse the bundled samples
 #   make test    same set-up, then every test (unit + black-box against real Postgres)
 #   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk
+#   make bench-latency  the engine at 2 s model latency: 1x64, 1x256, 1x1000, 4x250 slots; efficiency, calls paid twice, connections, RSS, step overhead
 #   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
 #   make eval    the real pipeline on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, by repository half
 #   make lint    rustfmt + clippy (warnings are errors) + every YAML file under deploy/ parses and agrees with the code
@@ -23,7 +24,7 @@ SHARED ?= ../shared
 
 IMAGE ?= faultline:local
 
-.PHONY: setup build build-release migrate run test bench chaos eval lint image fuzz clean-test-dbs
+.PHONY: setup build build-release migrate run test bench bench-latency chaos eval lint image fuzz clean-test-dbs
 
 setup:
 	@bash scripts/setup-services.sh
@@ -48,6 +49,9 @@ test: setup build
 bench: setup build-release migrate
 	PGSSLMODE=$${PGSSLMODE:-disable} ./target/release/faultline-bench
 	@bash scripts/bench-ingest.sh ./target/release
+
+bench-latency: setup build-release migrate
+	PGSSLMODE=$${PGSSLMODE:-disable} BENCH_MODE=latency ./target/release/faultline-bench
 
 # Restarts the local Postgres cluster once per broker and FLUSHALLs Redis:
 # run it on a development machine or in CI, not next to other work.

@@ -134,9 +134,26 @@ pub fn lease_renewal(elapsed: Duration, renewed: usize, lost: usize) {
     histogram!("faultline_lease_renewal_seconds").record(elapsed.as_secs_f64());
 }
 
-/// Runs whose lease expired were taken over by the reconciler.
-pub fn lease_takeovers(n: usize) {
-    counter!("faultline_lease_takeovers_total").increment(n as u64);
+/// A checkpoint that failed transiently and was retried in place.
+pub fn commit_retry() {
+    counter!("faultline_commit_retries_total").increment(1);
+}
+
+/// The worker's database pool now: connections in use and idle.
+pub fn db_pool(in_use: u32, idle: u32) {
+    gauge!("faultline_db_pool_connections", "state" => "in_use").set(f64::from(in_use));
+    gauge!("faultline_db_pool_connections", "state" => "idle").set(f64::from(idle));
+}
+
+/// How long a probe waited for a connection from the worker's pool.
+pub fn db_pool_wait(waited: Duration) {
+    histogram!("faultline_db_pool_wait_seconds").record(waited.as_secs_f64());
+}
+
+/// Runs the reconciler took over, by cause: `session_ended` (the holder's
+/// process died) or `lease_expired` (its lease was not renewed in time).
+pub fn lease_takeovers(cause: &'static str, n: usize) {
+    counter!("faultline_lease_takeovers_total", "cause" => cause).increment(n as u64);
 }
 
 /// One model call (`result`: `ok`, `invalid_reply`, `transient_error`,

@@ -17,6 +17,7 @@ use std::{
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
 
 pub mod fakes;
+pub mod four_step_model;
 use uuid::Uuid;
 
 /// The server tests create their databases on (`FAULTLINE_TEST_ADMIN_URL`,
@@ -120,10 +121,21 @@ impl TestDb {
             .expect("enqueue prints a run id")
     }
 
-    /// Starts a worker against this database with extra environment.
+    /// Starts a worker against this database with extra environment, on
+    /// [`FAST_WORKER`] settings.
     pub fn worker(&self, name: &str, env: &[(&str, &str)]) -> Worker {
+        self.spawn_worker(name, FAST_WORKER, env)
+    }
+
+    /// Starts a worker with the product's default lease, reconcile, poll and
+    /// retry settings (only its HTTP port is chosen freely), plus `env`.
+    pub fn worker_with_defaults(&self, name: &str, env: &[(&str, &str)]) -> Worker {
+        self.spawn_worker(name, &[("WORKER_HTTP_ADDR", "127.0.0.1:0")], env)
+    }
+
+    fn spawn_worker(&self, name: &str, base: &[(&str, &str)], env: &[(&str, &str)]) -> Worker {
         let log = self.dir.join(format!("{name}.log"));
-        let mut vars: HashMap<&str, &str> = FAST_WORKER.iter().copied().collect();
+        let mut vars: HashMap<&str, &str> = base.iter().copied().collect();
         vars.extend(env.iter().copied());
         let child = Command::new(bin("faultline-worker"))
             .env("DATABASE_URL", &self.url)

@@ -88,6 +88,111 @@ async fn crash_resume() {
     }
 }
 
+/// With the default settings (a 10 s lease), a run held by a worker that is
+/// `kill -9`ed resumes on another worker within 5 s: Postgres drops the dead
+/// process's session lock at once, and the reconciler takes its runs over
+/// after the session grace, long before their leases would have expired.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_worker_s_run_resumes_within_five_seconds_with_default_settings() {
+    let db = TestDb::new().await;
+    let log = db.write("oom.log", oom_log());
+    let run = db.enqueue(&log, &[]);
+    // The first worker sits inside its first step, holding the lease.
+    let mut first = db.worker_with_defaults("first", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000")]);
+    wait_until(Duration::from_secs(30), || async {
+        first
+            .stderr()
+            .contains("holding the step before its commit")
+            .then_some(())
+    })
+    .await;
+    let second = db.worker_with_defaults("second", &[]);
+    second.http_base().await;
+    let lease_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT lease_expires_at FROM analysis_runs WHERE id = $1 AND lease_owner = 'first'",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    first.kill9();
+    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(30), || async {
+        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
+            .bind(run)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    let resume = (resumed_at - killed_at).num_milliseconds();
+    assert!(resume <= 5_000, "resumed {resume} ms after the kill");
+    assert!(
+        resumed_at < lease_expires,
+        "resumed at {resumed_at}, not before the dead worker's lease expired at {lease_expires}"
+    );
+    let attempts = faultline_shared::storage::steps::list_attempts(&db.pool, run)
+        .await
+        .unwrap();
+    assert!(
+        attempts.iter().any(|a| a.error.contains("worker gone")),
+        "take-over by the ended session recorded: {attempts:?}"
+    );
+    assert!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await != "failed",
+        "the run completes on the second worker"
+    );
+}
+
+/// A worker restarted under the same id (a container keeps its hostname)
+/// takes back at once what its killed predecessor held: it expires those
+/// leases before it claims anything, instead of leaving them to the 10 s
+/// lease (its new session lock makes the old session look alive).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once() {
+    let db = TestDb::new().await;
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
+    let mut before = db.worker_with_defaults("same", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000")]);
+    wait_until(Duration::from_secs(30), || async {
+        before
+            .stderr()
+            .contains("holding the step before its commit")
+            .then_some(())
+    })
+    .await;
+    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    before.kill9();
+    let _after = db.worker_with_defaults("same", &[]);
+    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(30), || async {
+        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
+            .bind(run)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    let resume = (resumed_at - killed_at).num_milliseconds();
+    assert!(resume <= 5_000, "resumed {resume} ms after the kill");
+    assert!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await != "failed",
+        "the run completes on the restarted worker"
+    );
+    let repeated: i64 = sqlx::query_scalar(
+        "SELECT count(*) - count(DISTINCT iteration) FROM tool_invocations WHERE run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert!(repeated <= 1, "only the killed step may repeat: {repeated}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn stale_worker_is_fenced() {
     let db = TestDb::new().await;

@@ -175,6 +175,49 @@ fn assert_history_pairs_ids(wire: Wire, body: &Value, expected_calls: usize) {
     assert_eq!(calls, expected);
 }
 
+/// Each journaled request keeps what was new in it (the first one's system
+/// prompt and log; later, the tool result that answered the model's last
+/// call) and counts the rest, so the journal does not grow with the square
+/// of the conversation.
+async fn assert_journal_keeps_only_new_messages(
+    db: &TestDb,
+    run: Uuid,
+    wire: Wire,
+    requests: &[Seen],
+) {
+    let journaled: Vec<Value> = sqlx::query_scalar(
+        "SELECT llm->'request' FROM run_steps WHERE run_id = $1 ORDER BY iteration",
+    )
+    .bind(run)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(journaled.len(), requests.len());
+    for (k, (request, (_, _, sent, _))) in journaled.iter().zip(requests).enumerate() {
+        let sent_messages = sent["messages"].as_array().unwrap();
+        let new = request["messages_new"].as_array().unwrap();
+        assert_eq!(request["messages_total"], sent_messages.len());
+        assert_eq!(
+            request["tools_total"],
+            sent["tools"].as_array().unwrap().len()
+        );
+        assert!(request.get("tools").is_none() && request.get("messages").is_none());
+        assert_eq!(request["model"], "fake-model");
+        // The new messages are the tail of what was sent, word for word.
+        assert_eq!(new[..], sent_messages[sent_messages.len() - new.len()..]);
+        if k == 0 {
+            assert_eq!(new.len(), sent_messages.len(), "the first request is whole");
+            if wire == Wire::Anthropic {
+                assert_eq!(request["system"], sent["system"]);
+            }
+        } else {
+            assert_eq!(new.len(), 1, "request {k}: only the tool result is new");
+            assert!(request.get("system").is_none());
+            assert!(new[0].to_string().len() * 2 < sent.to_string().len());
+        }
+    }
+}
+
 async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
     let db = TestDb::new().await;
     let (server, fake) = FakeLlm::start(wire, good_script(wire)).await;
@@ -218,6 +261,7 @@ async fn tool_calling_loop_ends_with_an_answer(wire: Wire) {
     );
     // ... and so does what each category means (the rubric).
     assert_category_definitions(system);
+    assert_journal_keeps_only_new_messages(&db, run, wire, &requests).await;
     let (category, tokens_in, tokens_out): (String, i64, i64) =
         sqlx::query_as("SELECT category, tokens_in, tokens_out FROM analysis_runs WHERE id = $1")
             .bind(run)
@@ -748,4 +792,75 @@ async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_r
         renewals > 2.5 * statements,
         "{renewals} leases renewed by {statements} statements: not batched"
     );
+}
+
+/// With the default settings (a 10 s lease), a model call of three minutes
+/// under normal operation completes on the worker that made it: its lease is
+/// renewed throughout and its live session tells the other worker's
+/// reconciler it is alive, so nothing is taken over, retried or asked of the
+/// model twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_three_minute_model_call_keeps_its_lease_with_default_settings() {
+    let db = TestDb::new().await;
+    let good = good_script(Wire::OpenAi);
+    let (server, fake) = FakeLlm::start(Wire::OpenAi, move |i, b| {
+        let reply = good(i, b);
+        if i == 1 {
+            reply.set_delay(Duration::from_secs(180))
+        } else {
+            reply
+        }
+    })
+    .await;
+    let mut env = fake.env(&server);
+    env.retain(|(k, _)| k != "LLM_TIMEOUT_MS");
+    env.push(("LLM_TIMEOUT_MS".into(), "240000".into()));
+    let run = distinct_oom_runs(&db, 1)[0];
+    let _slow = db.worker_with_defaults("slow", &env_refs(&env));
+    wait_until(Duration::from_secs(30), || async {
+        (fake.requests().len() == 1).then_some(())
+    })
+    .await;
+    // A second worker whose reconciler watches the first one's runs.
+    let watcher = db.worker_with_defaults("watcher", &env_refs(&env));
+    let base = watcher.http_base().await;
+    assert_eq!(
+        wait_terminal(&db.pool, run, Duration::from_secs(280)).await,
+        "completed"
+    );
+    let calls: Vec<usize> = fake.requests().iter().map(|r| r.1).collect();
+    assert_eq!(calls, vec![1, 2, 3], "one model call per iteration");
+    let first = fake.requests()[0].0;
+    assert!(
+        fake.requests()[1].0 - first >= Duration::from_secs(180),
+        "the first call really took three minutes"
+    );
+    let failed_attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM run_attempts")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(failed_attempts, 0, "no take-over, nothing retried");
+    let committed_by: String =
+        sqlx::query_scalar("SELECT worker_id FROM run_steps WHERE run_id = $1 AND iteration = 1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(committed_by, "slow");
+    let page = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for cause in ["session_ended", "lease_expired"] {
+        assert_eq!(
+            metric_sample(
+                &page,
+                "faultline_lease_takeovers_total",
+                &[("cause", cause)]
+            ),
+            0.0
+        );
+    }
 }

@@ -582,14 +582,13 @@ impl Engine {
         let keep = (run.priority >= queue::PRIORITY_LIVE && !*self.shutdown.borrow())
             .then_some(self.settings.lease_ttl);
         self.leases.committing(&lease);
-        let kept =
-            match runs::commit_step(&self.pool, &self.broker, &lease, &cp, &next, keep).await? {
-                CommitOutcome::Committed { kept } => kept,
-                CommitOutcome::Fenced => {
-                    warn!("commit fenced: another worker holds this run now");
-                    return Ok((StepOutcome::Fenced, None));
-                }
-            };
+        let kept = match self.commit_retrying(&lease, &cp, &next, keep).await? {
+            CommitOutcome::Committed { kept } => kept,
+            CommitOutcome::Fenced => {
+                warn!("commit fenced: another worker holds this run now");
+                return Ok((StepOutcome::Fenced, None));
+            }
+        };
         info!(action = %record.action, ?finished, "iteration committed");
         if let Next::Finish(f) = &next {
             tracing::Span::current().record("category", f.category.as_str());
@@ -615,6 +614,38 @@ impl Engine {
             finished,
         };
         Ok((outcome, next))
+    }
+
+    /// The checkpoint, retried in place while the database fails
+    /// transiently (a pool that is out of connections for a moment, a
+    /// dropped connection): the step's model call and tools are done and
+    /// paid for, so they are not thrown away for the durable retry unless
+    /// the database stays out of reach for a whole lease TTL. A retry after
+    /// a commit that did land but lost its answer is fenced (the epoch moved
+    /// on), which loses nothing.
+    async fn commit_retrying(
+        &self,
+        lease: &runs::Lease,
+        cp: &Checkpoint<'_>,
+        next: &Next,
+        keep: Option<std::time::Duration>,
+    ) -> Result<CommitOutcome, Failure> {
+        use backon::{ExponentialBuilder, Retryable as _};
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(std::time::Duration::from_millis(50))
+            .with_max_delay(std::time::Duration::from_secs(2))
+            .with_total_delay(Some(self.settings.lease_ttl))
+            .without_max_times()
+            .with_jitter();
+        let outcome = (|| runs::commit_step(&self.pool, &self.broker, lease, cp, next, keep))
+            .retry(backoff)
+            .when(faultline_shared::storage::is_transient)
+            .notify(|e, wait| {
+                warn!(error = %e, ?wait, "checkpoint failed; retrying it with the step's work kept");
+                metrics::commit_retry();
+            })
+            .await?;
+        Ok(outcome)
     }
 
     /// Issue 5: a webhook event arrives without its log; the first step

@@ -18,7 +18,10 @@ use std::{
 use faultline_shared::{
     config::{ExposeSecret, SecretString},
     metrics,
-    storage::runs::{self, Lease},
+    storage::{
+        runs::{self, Lease},
+        sessions,
+    },
 };
 use sqlx::{Connection, PgConnection};
 use tokio::sync::watch;
@@ -64,7 +67,10 @@ fn lock(held: &Mutex<HashMap<Uuid, Entry>>) -> std::sync::MutexGuard<'_, HashMap
 
 impl Leases {
     /// Starts renewing, every `ttl / 3`, the leases `owner` registers, on a
-    /// connection to `database_url` of its own (reopened after an error).
+    /// connection to `database_url` of its own (reopened after an error),
+    /// which also holds the worker's session lock ([`sessions`]): when this
+    /// process dies, Postgres drops the lock and other workers take over
+    /// its runs after the session grace, without waiting for the leases.
     pub fn start(database_url: SecretString, owner: String, ttl: Duration) -> Self {
         let leases = Self {
             held: Arc::default(),
@@ -103,58 +109,147 @@ impl Leases {
     }
 }
 
+/// How often the lease connection is checked between renewals: a dropped
+/// connection (Postgres restarted, a network cut) is reopened, and the
+/// worker's session lock taken again, well within the session grace.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
+
 async fn renew_loop(
     held: Arc<Mutex<HashMap<Uuid, Entry>>>,
     database_url: SecretString,
     owner: String,
     ttl: Duration,
 ) {
-    let mut tick = tokio::time::interval(ttl / 3);
+    let mut tick = tokio::time::interval(CHECK_EVERY.min(ttl / 3));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut conn: Option<PgConnection> = None;
+    let mut session = Session::new(owner.clone());
+    let mut renewed_at = Instant::now();
     loop {
         tick.tick().await;
+        let Some(c) = session.connection(database_url.expose_secret()).await else {
+            continue;
+        };
+        if renewed_at.elapsed() < ttl / 3 {
+            if let Err(e) = c.ping().await {
+                warn!(error = %e, "lease connection lost: reconnecting");
+                session.lost();
+            }
+            continue;
+        }
+        renewed_at = Instant::now();
         let batch: Vec<(Uuid, i64)> = lock(&held).iter().map(|(id, e)| (*id, e.epoch)).collect();
         if batch.is_empty() {
             continue;
         }
-        if conn.is_none() {
-            match PgConnection::connect(database_url.expose_secret()).await {
-                Ok(c) => conn = Some(c),
-                // Retried at the next period; a lease lapses only if
-                // renewals keep failing for a whole TTL.
-                Err(e) => {
-                    warn!(error = %e, "lease renewal: cannot connect");
-                    continue;
-                }
-            }
-        }
-        let Some(c) = conn.as_mut() else { continue };
-        let started = Instant::now();
         match runs::renew_leases(c, &owner, &batch, ttl).await {
-            Ok(renewed) => {
-                let renewed: HashSet<Uuid> = renewed.into_iter().collect();
-                let mut lost = 0;
-                let mut held = lock(&held);
-                for (id, epoch) in batch.iter().filter(|(id, _)| !renewed.contains(id)) {
-                    // The step may have moved on (next iteration, new epoch)
-                    // since the batch was read: only its own lease is lost.
-                    if held
-                        .get(id)
-                        .is_some_and(|e| e.epoch == *epoch && !e.committing)
-                    {
-                        if let Some(e) = held.remove(id) {
-                            let _ = e.lost.send(true);
-                        }
-                        lost += 1;
-                    }
-                }
-                metrics::lease_renewal(started.elapsed(), renewed.len(), lost);
-            }
+            Ok(renewed) => settle(&held, &batch, renewed, renewed_at.elapsed()),
             Err(e) => {
                 warn!(error = %e, leases = batch.len(), "lease renewal failed");
-                conn = None;
+                session.lost();
             }
         }
     }
+}
+
+/// The lease connection and the worker's session lock on it.
+struct Session {
+    owner: String,
+    conn: Option<PgConnection>,
+    /// The lock key, once registered on the current connection.
+    key: Option<i32>,
+    /// Whether the current connection holds the lock.
+    locked: bool,
+    warned: bool,
+}
+
+impl Session {
+    fn new(owner: String) -> Self {
+        Self {
+            owner,
+            conn: None,
+            key: None,
+            locked: false,
+            warned: false,
+        }
+    }
+
+    fn lost(&mut self) {
+        self.conn = None;
+        self.key = None;
+        self.locked = false;
+    }
+
+    /// The lease connection, (re)opened and registered as needed, with the
+    /// session lock taken when it can be (retried at every check until it
+    /// is); `None` after an error, retried at the next check. A lease
+    /// lapses only if renewals keep failing for a whole TTL.
+    async fn connection(&mut self, url: &str) -> Option<&mut PgConnection> {
+        if self.conn.is_none() {
+            match PgConnection::connect(url).await {
+                Ok(c) => self.conn = Some(c),
+                Err(e) => {
+                    warn!(error = %e, "lease renewal: cannot connect");
+                    return None;
+                }
+            }
+        }
+        if let Err(e) = self.lock().await {
+            warn!(error = %e, "lease renewal: cannot register the worker session");
+            self.lost();
+            return None;
+        }
+        self.conn.as_mut()
+    }
+
+    async fn lock(&mut self) -> sqlx::Result<()> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        if self.locked {
+            return Ok(());
+        }
+        let key = match self.key {
+            Some(k) => k,
+            None => *self
+                .key
+                .insert(sessions::register(conn, &self.owner).await?),
+        };
+        self.locked = sessions::try_hold(conn, &self.owner, key).await?;
+        if !self.locked && !self.warned {
+            // A predecessor's connection not closed yet, or two live
+            // processes with one id; leases still renew meanwhile.
+            warn!(
+                owner = %self.owner,
+                "another session holds this worker id's lock: retrying (give each live worker its own FAULTLINE_WORKER_ID)"
+            );
+            self.warned = true;
+        }
+        Ok(())
+    }
+}
+
+/// Flags the leases of `batch` that the renewal did not find as lost.
+fn settle(
+    held: &Mutex<HashMap<Uuid, Entry>>,
+    batch: &[(Uuid, i64)],
+    renewed: Vec<Uuid>,
+    elapsed: Duration,
+) {
+    let renewed: HashSet<Uuid> = renewed.into_iter().collect();
+    let mut lost = 0;
+    let mut held = lock(held);
+    for (id, epoch) in batch.iter().filter(|(id, _)| !renewed.contains(id)) {
+        // The step may have moved on (next iteration, new epoch) since the
+        // batch was read: only its own lease is lost.
+        if held
+            .get(id)
+            .is_some_and(|e| e.epoch == *epoch && !e.committing)
+        {
+            if let Some(e) = held.remove(id) {
+                let _ = e.lost.send(true);
+            }
+            lost += 1;
+        }
+    }
+    metrics::lease_renewal(elapsed, renewed.len(), lost);
 }

@@ -15,6 +15,9 @@
 //! - [`failure`]: the one failure type of a step (retry or give up, with
 //!   its cause chain).
 //! - [`http`]: the retry policy every outbound HTTP client shares.
+//! - [`leases`]: every lease this worker holds renewed in one statement, on
+//!   the connection that also holds the worker's session lock.
+//! - [`pool_watch`]: the database pool's wait time and use, as metrics.
 //! - [`runtime`]: the apalis worker, the lease reconciler and graceful shutdown.
 //! - [`health`]: `/healthz`, `/readyz` and `/metrics` on `WORKER_HTTP_ADDR`.
 
@@ -25,6 +28,7 @@ pub mod health;
 pub mod http;
 pub mod leases;
 pub mod notify;
+pub mod pool_watch;
 pub mod runtime;
 pub mod sources;
 pub mod tools;

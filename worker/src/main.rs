@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
-use faultline_shared::{Settings, config::Source, db, telemetry};
+use faultline_shared::{Settings, config::Source, db, storage::sessions, telemetry};
 use faultline_worker::{
     Engine,
     agent::{
@@ -68,7 +68,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(c) = args.concurrency {
         settings.worker_concurrency = c.max(1);
     }
-    let pool = db::connect(&settings, settings.db_pool_size).await?;
+    // The lease connection is the one more (FAULTLINE_DB_POOL_SIZE in all).
+    let pool = db::connect(&settings, settings.db_pool_size - 1).await?;
+    faultline_worker::pool_watch::start(pool.clone());
     let broker = faultline_shared::queue::connect(&settings)
         .await
         .context("failed to connect the queue broker (check QUEUE_BACKEND, REDIS_URL)")?;
@@ -100,6 +102,17 @@ async fn main() -> anyhow::Result<()> {
     }
     let (reasoner, llm_fallback) = reasoner(&env, &tools, &pool, &worker_id)?;
     let judge = judge(&env)?;
+    // Before anything is claimed: an earlier process with this id left
+    // leases behind (see sessions::expire_predecessor).
+    let orphaned = sessions::expire_predecessor(&pool, &worker_id)
+        .await
+        .context("expiring an earlier process's leases")?;
+    if orphaned > 0 {
+        info!(
+            orphaned,
+            "runs left by an earlier process with this worker id are taken over"
+        );
+    }
     let engine = Arc::new(Engine {
         judge,
         leases: Leases::start(

@@ -48,12 +48,17 @@ pub struct Settings {
     /// How long a claimed run stays leased without renewal (I4).
     #[serde(rename = "FAULTLINE_LEASE_TTL_MS", deserialize_with = "de::millis")]
     pub lease_ttl: Duration,
-    /// How often a worker looks for runs whose lease expired.
+    /// How often a worker looks for runs whose holder died or whose lease
+    /// expired.
     #[serde(
         rename = "FAULTLINE_RECONCILE_INTERVAL_MS",
         deserialize_with = "de::millis"
     )]
     pub reconcile_interval: Duration,
+    /// How long a worker's session lock must be missing before its runs are
+    /// taken over (a reconnecting worker gets it back sooner).
+    #[serde(rename = "FAULTLINE_SESSION_GRACE_MS", deserialize_with = "de::millis")]
+    pub session_grace: Duration,
     /// Poll fallback for the step queue (LISTEN/NOTIFY wakes workers first).
     #[serde(rename = "FAULTLINE_POLL_INTERVAL_MS", deserialize_with = "de::millis")]
     pub poll_interval: Duration,
@@ -69,9 +74,10 @@ pub struct Settings {
         deserialize_with = "de::parsed"
     )]
     pub worker_concurrency: usize,
-    /// Database connections of a worker's pool, whatever its concurrency: a
+    /// Database connections a worker opens in all, whatever its concurrency:
+    /// one for its lease renewals and session lock, the rest its pool (a
     /// step holds one only for a statement, never while it waits on a model
-    /// or a tool's HTTP call.
+    /// or a tool's HTTP call).
     #[serde(rename = "FAULTLINE_DB_POOL_SIZE", deserialize_with = "de::parsed")]
     pub db_pool_size: u32,
     /// `FAULTLINE_BULK_CONCURRENCY` (Redis broker): slots of the bulk queue
@@ -133,7 +139,8 @@ impl Default for Settings {
             retry_base: Duration::from_millis(2_000),
             retry_max: Duration::from_millis(300_000),
             lease_ttl: Duration::from_millis(10_000),
-            reconcile_interval: Duration::from_millis(2_000),
+            reconcile_interval: Duration::from_millis(1_000),
+            session_grace: Duration::from_millis(1_000),
             poll_interval: Duration::from_millis(1_000),
             queue_heartbeat: Duration::from_secs(3),
             worker_concurrency: 8,
@@ -324,11 +331,11 @@ impl Settings {
         if self.worker_concurrency == 0 {
             return bad("FAULTLINE_WORKER_CONCURRENCY", "0".into(), "must be >= 1");
         }
-        if self.db_pool_size < 2 {
+        if self.db_pool_size < 3 {
             return bad(
                 "FAULTLINE_DB_POOL_SIZE",
                 self.db_pool_size.to_string(),
-                "must be >= 2",
+                "must be >= 3",
             );
         }
         if self.lease_ttl < Duration::from_millis(300) {

@@ -19,6 +19,8 @@
 //! - [`columns`]: how the enums stored as text (statuses, roles,
 //!   categories) are bound and read back.
 //! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
+//! - [`sessions`]: `worker_sessions`: a worker's liveness, tied to its
+//!   database session (an advisory lock Postgres drops when it dies).
 
 pub mod baselines;
 pub mod columns;
@@ -33,6 +35,7 @@ pub mod reprocess;
 pub mod resolution;
 pub mod review;
 pub mod runs;
+pub mod sessions;
 pub mod similar;
 pub mod steps;
 pub mod tasks;
@@ -60,7 +63,7 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 24] = [
+    let named: [(&str, &'static str); 25] = [
         ("events::GET", &events::GET),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
@@ -78,6 +81,7 @@ pub fn built_statements() -> Vec<Statement> {
         ("runs::CLAIM", &runs::CLAIM),
         ("runs::RECORD_FAILURE", &runs::RECORD_FAILURE),
         ("runs::RECONCILE_EXPIRED", &runs::RECONCILE_EXPIRED),
+        ("runs::RECONCILE_DEAD", &runs::RECONCILE_DEAD),
         ("similar::BY_FINGERPRINT", &similar::BY_FINGERPRINT),
         ("similar::BY_TRIGRAM", &similar::BY_TRIGRAM),
         ("similar::BY_FULLTEXT", &similar::BY_FULLTEXT),

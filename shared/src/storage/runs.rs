@@ -15,7 +15,9 @@ use std::{sync::LazyLock, time::Duration};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool, Postgres, Transaction, types::Json};
+use sqlx::{
+    PgConnection, PgPool, Postgres, Transaction, postgres::PgArguments, query::QueryAs, types::Json,
+};
 use uuid::Uuid;
 
 mod checkpoint;
@@ -374,7 +376,16 @@ async fn after_failure(
             iteration: f.iteration + 1,
             attempt: f.attempts,
         };
-        queue::push_step(tx, after, &step, f.priority, Some(f.next_attempt_at))
+        // A run taken over from a dead worker (no worker recorded the
+        // failure) was in progress: its step goes ahead of runs not started
+        // yet of the same priority (Postgres broker), so its resume does
+        // not wait for the backlog.
+        let priority = if worker.is_none() {
+            f.priority + 1
+        } else {
+            f.priority
+        };
+        queue::push_step(tx, after, &step, priority, Some(f.next_attempt_at))
             .await
             .map_err(queue_error)?;
         Ok(FailureOutcome::Retrying {
@@ -441,6 +452,27 @@ pub(crate) static RECONCILE_EXPIRED: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// [`reconcile_dead_sessions`]'s statement: the runs leased to a worker
+/// whose session lock has been missing for longer than `$7` seconds, unless
+/// Postgres itself started less than `$8` seconds ago (every session was
+/// cut then; the workers are reconnecting, not dead).
+pub(crate) static RECONCILE_DEAD: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH dead AS (
+             SELECT r.id FROM analysis_runs r
+             JOIN worker_sessions s ON s.owner = r.lease_owner
+             WHERE r.status = 'running'
+               AND s.absent_since < now() - make_interval(secs => $7)
+               AND pg_postmaster_start_time() < now() - make_interval(secs => $8)
+             ORDER BY r.lease_expires_at LIMIT $1
+             FOR UPDATE OF r SKIP LOCKED)
+         UPDATE analysis_runs r SET {}
+         FROM dead WHERE r.id = dead.id
+         {FAIL_RETURNING}",
+        fail_attempt_set(2)
+    )
+});
+
 /// running (lease expired) -> retry_wait | failed: a worker that stopped
 /// renewing its lease is presumed dead; its attempt counts, and the retry is
 /// queued with the usual backoff. Returns how many runs were recovered.
@@ -450,17 +482,59 @@ pub async fn reconcile_expired(
     backoff: Backoff,
     limit: i64,
 ) -> sqlx::Result<usize> {
-    let mut tx = pool.begin().await?;
     let error = "lease expired: the worker stopped renewing it (crashed or hung)";
-    let rows: Vec<Failed> = sqlx::query_as(RECONCILE_EXPIRED.as_str())
+    let query = sqlx::query_as(RECONCILE_EXPIRED.as_str());
+    take_over(pool, broker, query, error, backoff, limit, None).await
+}
+
+/// running (the holder's session ended) -> retry_wait | failed: the worker
+/// process is gone (Postgres released its session lock over `grace` ago),
+/// so its runs are retried at once, without waiting for their leases to
+/// expire; the attempt counts, as for an expired lease. Within
+/// `after_restart` of a Postgres start nothing is taken ([`RECONCILE_DEAD`]).
+pub async fn reconcile_dead_sessions(
+    pool: &PgPool,
+    broker: &Broker,
+    grace: Duration,
+    after_restart: Duration,
+    limit: i64,
+) -> sqlx::Result<usize> {
+    let error = "worker gone: its database session ended (the process died)";
+    let at_once = Backoff {
+        base: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+    let session = Some((grace, after_restart));
+    let query = sqlx::query_as(RECONCILE_DEAD.as_str());
+    take_over(pool, broker, query, error, at_once, limit, session).await
+}
+
+/// Binds and runs a take-over statement (`$1` limit, then the failure's
+/// five parameters, then, for [`RECONCILE_DEAD`], the grace and the quiet
+/// time after a restart) and queues each retry or dead letter.
+async fn take_over<'q>(
+    pool: &PgPool,
+    broker: &Broker,
+    query: QueryAs<'q, Postgres, Failed, PgArguments>,
+    error: &'q str,
+    backoff: Backoff,
+    limit: i64,
+    session: Option<(Duration, Duration)>,
+) -> sqlx::Result<usize> {
+    let mut tx = pool.begin().await?;
+    let mut query = query
         .bind(limit)
         .bind(error)
         .bind(true)
         .bind(backoff.base.as_secs_f64())
         .bind(backoff.max.as_secs_f64())
-        .bind(0.0)
-        .fetch_all(&mut *tx)
-        .await?;
+        .bind(0.0);
+    if let Some((grace, after_restart)) = session {
+        query = query
+            .bind(grace.as_secs_f64())
+            .bind(after_restart.as_secs_f64());
+    }
+    let rows = query.fetch_all(&mut *tx).await?;
     let mut after = AfterCommit::new(broker);
     for failed in &rows {
         after_failure(&mut tx, &mut after, failed, error, true, None).await?;

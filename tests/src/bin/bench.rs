@@ -20,6 +20,9 @@
 //!    run update + journal row + next-task push), C concurrent committers.
 //!
 //! Uses a fresh database on the server of DATABASE_URL and drops it after.
+//!
+//! `BENCH_MODE=latency` measures the engine at real model latency instead
+//! (see `bench/latency.rs`).
 
 use std::{
     process::{Child, Command, Stdio},
@@ -41,6 +44,8 @@ use hdrhistogram::Histogram;
 use serde_json::json;
 use sqlx::{Connection, PgConnection, PgPool};
 
+#[path = "bench/latency.rs"]
+mod latency;
 #[path = "bench/matrix.rs"]
 mod matrix;
 
@@ -53,8 +58,10 @@ fn env_or(name: &str, default: usize) -> usize {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    if std::env::var("BENCH_MODE").as_deref() != Ok("one") {
-        return matrix::run().await;
+    match std::env::var("BENCH_MODE").as_deref() {
+        Ok("one") => {}
+        Ok("latency") => return latency::run().await,
+        _ => return matrix::run().await,
     }
     let runs = env_or("BENCH_RUNS", 2000);
     let workers = env_or("BENCH_WORKERS", 2);
@@ -109,6 +116,18 @@ async fn bench(
         .parent()
         .context("bin dir")?
         .join("faultline-worker");
+    // The fleet's connections must fit the server (docs/operations.md: N x
+    // FAULTLINE_DB_POOL_SIZE): 8 workers at the default 16 would ask for
+    // 128 of a server configured for 100, and fail on "too many clients".
+    let max_connections: String = sqlx::query_scalar("SHOW max_connections")
+        .fetch_one(&pool)
+        .await?;
+    let budget = (max_connections
+        .parse::<usize>()
+        .unwrap_or(100)
+        .saturating_sub(20)
+        / workers)
+        .clamp(3, settings.db_pool_size as usize);
     let spawn_workers = || -> anyhow::Result<Vec<Child>> {
         (0..workers)
             .map(|i| {
@@ -118,6 +137,7 @@ async fn bench(
                     .env("FAULTLINE_REDIS_NAMESPACE", &settings.redis_namespace)
                     .env("FAULTLINE_WORKER_ID", format!("bench-{i}"))
                     .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
+                    .env("FAULTLINE_DB_POOL_SIZE", budget.to_string())
                     .env("RUST_LOG", "warn")
                     .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
                     .stdout(Stdio::null())

@@ -14,21 +14,18 @@
 //!
 //! Prints a summary table; exits non-zero when an invariant broke.
 //! Settings (environment): CHAOS_RUNS (300), CHAOS_WORKERS (4),
-//! CHAOS_CONCURRENCY (8), CHAOS_KILL_EVERY_MS (2000), CHAOS_LLM_DELAY_MS (40),
+//! CHAOS_CONCURRENCY (8), CHAOS_KILL_EVERY_MS (2000), CHAOS_LLM_DELAY_MS (500: runs last long enough for the kills to land mid-analysis),
 //! CHAOS_PG_RESTART (1: try `pg_ctlcluster`, skipped with a reason when not
 //! permitted), CHAOS_REDIS_WIPE (`flushall` | `namespace` | `none`),
 //! CHAOS_TIMEOUT_SECS (900), QUEUE_BACKEND, REDIS_URL, DATABASE_URL.
 
 use std::{
     collections::HashMap,
-    net::SocketAddr,
     process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
     time::{Duration, Instant, SystemTime},
 };
 
 use anyhow::{Context, bail};
-use axum::{Json, Router, extract::State, routing::post};
 use chrono::{DateTime, Utc};
 use faultline_shared::config::{ExposeSecret as _, Source};
 use faultline_shared::{
@@ -37,8 +34,8 @@ use faultline_shared::{
     db, queue,
     storage::{self, events::NewEvent, runs::RunLimits},
 };
+use faultline_tests::four_step_model::{self, FourStepModel};
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
 use uuid::Uuid;
 
@@ -47,15 +44,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Requests the fake model received: (job, iteration) -> receive times.
-type Seen = Arc<Mutex<HashMap<(String, usize), Vec<DateTime<Utc>>>>>;
-
-#[derive(Clone)]
-struct Fake {
-    delay: Duration,
-    seen: Seen,
 }
 
 #[tokio::main]
@@ -114,7 +102,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     let workers: usize = env_or("CHAOS_WORKERS", 4);
     let concurrency: usize = env_or("CHAOS_CONCURRENCY", 8);
     let kill_every = Duration::from_millis(env_or("CHAOS_KILL_EVERY_MS", 2000));
-    let llm_delay = Duration::from_millis(env_or("CHAOS_LLM_DELAY_MS", 40));
+    let llm_delay = Duration::from_millis(env_or("CHAOS_LLM_DELAY_MS", 500));
     let pg_restart: bool = env_or("CHAOS_PG_RESTART", 1) == 1;
     let wipe: String = env_or("CHAOS_REDIS_WIPE", "flushall".to_string());
     let timeout = Duration::from_secs(env_or("CHAOS_TIMEOUT_SECS", 900));
@@ -135,20 +123,14 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     }
 
     // The fake model.
-    let fake = Fake {
-        delay: llm_delay,
-        seen: Arc::default(),
-    };
-    let app = Router::new()
-        .route("/v1/chat/completions", post(complete))
-        .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr: SocketAddr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (addr, fake) = FourStepModel::start(llm_delay, "chaos-").await?;
 
     println!(
-        "faultline-chaos: backend {}, {runs} runs, {workers} workers x {concurrency}, kill every {kill_every:?}, model latency {llm_delay:?}",
-        backend.as_str()
+        "faultline-chaos: backend {}, {runs} runs, {workers} workers x {concurrency}, kill every {kill_every:?}, model latency {llm_delay:?}, lease settings (lease {:?}, reconcile every {:?}, session grace {:?})",
+        backend.as_str(),
+        settings.lease_ttl,
+        settings.reconcile_interval,
+        settings.session_grace
     );
     let limits = RunLimits {
         max_iterations: 6,
@@ -170,24 +152,17 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         .parent()
         .context("bin dir")?
         .join("faultline-worker");
-    let llm_base = format!("http://{addr}/v1");
+    let model_env = four_step_model::worker_env(addr);
     let spawn = |slot: usize, generation: usize| -> anyhow::Result<(String, Child)> {
         let id = format!("chaos-w{slot}-g{generation}");
         let child = Command::new(&bin)
             .env("DATABASE_URL", url)
             .env("FAULTLINE_WORKER_ID", &id)
             .env("FAULTLINE_WORKER_CONCURRENCY", concurrency.to_string())
-            .env("FAULTLINE_LEASE_TTL_MS", "3000")
-            .env("FAULTLINE_RECONCILE_INTERVAL_MS", "500")
-            .env("FAULTLINE_POLL_INTERVAL_MS", "200")
-            .env("FAULTLINE_QUEUE_HEARTBEAT_SECS", "1")
-            .env("FAULTLINE_RETRY_BASE_MS", "200")
-            .env("FAULTLINE_REQUEUE_AFTER_MS", "3000")
-            .env("LLM_PROVIDER", "openai")
-            .env("LLM_BASE_URL", &llm_base)
-            .env("LLM_MODEL", "fake-model")
-            .env("LLM_API_KEY", "sk-chaos")
-            .env("LLM_RETRY_BASE_MS", "100")
+            // Lease, reconcile, poll, heartbeat and retry settings are the
+            // product's defaults unless the environment sets them: the
+            // resume times are what a user gets.
+            .envs(model_env.iter().map(|(k, v)| (k, v)))
             .env("LLM_TIMEOUT_MS", "10000")
             .env("RUST_LOG", "error")
             // Several workers on one host: each takes a free port for /metrics.
@@ -297,7 +272,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         .into_iter()
         .map(|(job, it, at)| ((job, it as usize), at))
         .collect();
-    let seen = fake.seen.lock().unwrap().clone();
+    let seen = fake.seen();
     let requests: usize = seen.values().map(Vec::len).sum();
     let repeated_in_flight: usize = seen.values().map(|v| v.len() - 1).sum();
     let after_journal = seen
@@ -326,6 +301,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         ));
     }
     let resumes = resume_times(&pool, &kills).await?;
+    let takeovers = takeover_times(&pool, &kills).await?;
     let held: usize = kills.iter().map(|k| k.held.len()).sum();
     let steps: i64 = sqlx::query_scalar("SELECT count(*) FROM run_steps")
         .fetch_one(&pool)
@@ -370,6 +346,12 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
             ))
             .unwrap_or_else(|| "no run was held by a killed worker".into())
     );
+    if let Some((p50, p99, max)) = summary(&takeovers) {
+        println!(
+            "| I4 taken over after kill | p50 {p50:.2} s, p99 {p99:.2} s, max {max:.2} s (n={}) |",
+            takeovers.len()
+        );
+    }
     if short_runs > 0 {
         failures.push(format!(
             "{short_runs} runs ended with fewer than 4 iterations"
@@ -431,16 +413,34 @@ async fn held_by(pool: &PgPool, worker: &str) -> sqlx::Result<Kill> {
 
 /// Seconds from each kill to the next commit of every run the worker held.
 async fn resume_times(pool: &PgPool, kills: &[Kill]) -> sqlx::Result<Vec<f64>> {
+    since_kill(
+        pool,
+        kills,
+        "SELECT min(created_at) FROM run_steps WHERE run_id = $1 AND iteration > $2",
+    )
+    .await
+}
+
+/// Seconds from each kill to the take-over of every run the worker held
+/// (the attempt the reconciler recorded for it).
+async fn takeover_times(pool: &PgPool, kills: &[Kill]) -> sqlx::Result<Vec<f64>> {
+    since_kill(
+        pool,
+        kills,
+        "SELECT min(failed_at) FROM run_attempts WHERE run_id = $1 AND iteration > $2 AND worker_id IS NULL",
+    )
+    .await
+}
+
+async fn since_kill(pool: &PgPool, kills: &[Kill], sql: &'static str) -> sqlx::Result<Vec<f64>> {
     let mut out = Vec::new();
     for kill in kills {
         for (run, iteration) in &kill.held {
-            let next: Option<DateTime<Utc>> = sqlx::query_scalar(
-                "SELECT min(created_at) FROM run_steps WHERE run_id = $1 AND iteration > $2",
-            )
-            .bind(run)
-            .bind(iteration)
-            .fetch_one(pool)
-            .await?;
+            let next: Option<DateTime<Utc>> = sqlx::query_scalar(sql)
+                .bind(run)
+                .bind(iteration)
+                .fetch_one(pool)
+                .await?;
             if let Some(next) = next {
                 out.push((next - kill.at).num_milliseconds().max(0) as f64 / 1000.0);
             }
@@ -507,51 +507,4 @@ async fn wipe_redis(settings: &Settings, how: &str) -> anyhow::Result<()> {
         _ => {}
     }
     Ok(())
-}
-
-/// The fake model: log excerpt, two knowledge searches, then a grounded
-/// answer (4 iterations), each reply after `delay`.
-async fn complete(State(fake): State<Fake>, Json(body): Json<Value>) -> Json<Value> {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let iteration = 1 + messages.iter().filter(|m| m["role"] == "assistant").count();
-    let job = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .and_then(|c| {
-            let start = c.find("chaos-")?;
-            let rest = &c[start..];
-            let end = rest.find('"').unwrap_or(rest.len());
-            Some(rest[..end].to_string())
-        })
-        .unwrap_or_default();
-    fake.seen
-        .lock()
-        .unwrap()
-        .entry((job, iteration))
-        .or_default()
-        .push(Utc::now());
-    tokio::time::sleep(fake.delay).await;
-    let (name, args) = match iteration {
-        1 => ("log_excerpt", json!({"mode": "failure"})),
-        2 => ("search_knowledge", json!({"query": "java heap space"})),
-        3 => (
-            "search_knowledge",
-            json!({"query": "out of memory test jvm"}),
-        ),
-        _ => (
-            "final_answer",
-            json!({"category": "INFRA_ERROR", "root_cause": "The test JVM ran out of heap.",
-                   "fix": "Raise -Xmx for the test task.",
-                   "evidence": [{"iteration": 1, "quote": "java.lang.OutOfMemoryError: Java heap space"}],
-                   "confidence": 0.95}),
-        ),
-    };
-    Json(json!({
-        "id": format!("chatcmpl-{iteration}"), "object": "chat.completion", "created": 1_700_000_000, "model": "fake-model",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-            "tool_calls": [{"id": format!("call_{iteration}"), "type": "function",
-                            "function": {"name": name, "arguments": args.to_string()}}]}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-    }))
 }

@@ -89,7 +89,7 @@ impl LlmReasoner {
         };
         let raw_body = response.body.clone().unwrap_or_else(Value::String);
         let mut exchange = json!({
-            "provider": self.cfg.provider.name(), "model": self.cfg.model, "request": body, "response": raw_body,
+            "provider": self.cfg.provider.name(), "model": self.cfg.model, "request": journaled_request(body), "response": raw_body,
             "latency_ms": response.latency_ms, "http_attempts": response.attempts,
         });
         let (decision, call_id) = self.interpret(state, parsed.reply, &mut exchange);
@@ -262,4 +262,36 @@ fn draft(input: &Value, state: &AgentState<'_>) -> Result<Draft, String> {
         retrieval,
         kb_refs,
     })
+}
+
+/// The request as journaled: everything but the conversation so far and
+/// the tool definitions, which every request repeats (the journal rebuilds
+/// the one, the reasoner's configuration the other). The messages since the
+/// model's last reply are kept whole (the first request's system prompt and
+/// log, a tool's result, a reprompt), with the counts of what was left out,
+/// so a run's journal grows with its new messages, not with the square of
+/// its length, and a worker keeps no copy of each earlier request.
+fn journaled_request(mut body: Value) -> Value {
+    let Some(obj) = body.as_object_mut() else {
+        return body;
+    };
+    if let Some(Value::Array(messages)) = obj.remove("messages") {
+        let total = messages.len();
+        let after_reply = messages
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .map_or(0, |i| i + 1);
+        let new: Vec<Value> = messages.into_iter().skip(after_reply).collect();
+        // Anthropic's system prompt is a field of its own: the first
+        // request keeps it, like OpenAI's first message.
+        if after_reply > 0 {
+            obj.remove("system");
+        }
+        obj.insert("messages_total".into(), json!(total));
+        obj.insert("messages_new".into(), Value::Array(new));
+    }
+    if let Some(Value::Array(tools)) = obj.remove("tools") {
+        obj.insert("tools_total".into(), json!(tools.len()));
+    }
+    body
 }

@@ -1,0 +1,422 @@
+//! `BENCH_MODE=latency` (`make bench-latency`): the engine at real model
+//! latency. A fake OpenAI-compatible model answers every call after
+//! `BENCH_MODEL_LATENCY_MS` (2,000); each configuration of
+//! `BENCH_LATENCY_SET` (`1x64,1x256,1x1000,4x250`: worker processes x
+//! slots) gets a fresh database with `BENCH_RUNS_PER_SLOT` (4) runs per
+//! slot of four model-calling iterations each, its workers start, and the
+//! backlog drains. Reported per configuration:
+//!
+//! - steps/s and efficiency: steps/s ÷ (slots ÷ latency), the share of the
+//!   ideal a perfect engine would reach, from the first claim to the last
+//!   commit (as `make bench` counts; the workers' start-up is printed);
+//! - model calls made twice (nothing crashes here, so it must be 0);
+//! - peak Postgres connections per worker (pg_stat_activity, sampled every
+//!   100 ms, by each worker's application_name) against its budget;
+//! - worker peak RSS (VmHWM) and the memory per in-flight run above an idle
+//!   worker's;
+//! - step overhead: a commit to the next model call of the same run, p50/p99.
+//!
+//! Workers run with the product's defaults, except concurrency.
+
+use std::{
+    collections::HashMap,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use faultline_shared::{
+    Settings,
+    config::{ExposeSecret as _, Source},
+    db, queue,
+    storage::{self, events::NewEvent, runs::RunLimits},
+};
+use faultline_tests::four_step_model::{self, FourStepModel};
+use hdrhistogram::Histogram;
+use sqlx::{Connection, PgConnection, PgPool};
+
+struct Config {
+    workers: usize,
+    slots: usize,
+}
+
+struct Row {
+    config: Config,
+    runs: usize,
+    steps: i64,
+    wall: f64,
+    open: i64,
+    twice: usize,
+    peak_connections: i64,
+    peak_rss_kib: u64,
+    overhead: Option<(f64, f64)>,
+    /// The pool-wait probe's mean and p99 (a bucket's upper bound), in ms.
+    pool_wait: Option<(f64, f64)>,
+}
+
+fn configs() -> anyhow::Result<Vec<Config>> {
+    std::env::var("BENCH_LATENCY_SET")
+        .unwrap_or_else(|_| "1x64,1x256,1x1000,4x250".into())
+        .split(',')
+        .map(|c| {
+            let (w, s) = c
+                .trim()
+                .split_once('x')
+                .context("BENCH_LATENCY_SET: WORKERSxSLOTS, comma separated")?;
+            Ok(Config {
+                workers: w.parse()?,
+                slots: s.parse()?,
+            })
+        })
+        .collect()
+}
+
+pub async fn run() -> anyhow::Result<()> {
+    let latency = Duration::from_millis(super::env_or("BENCH_MODEL_LATENCY_MS", 2000) as u64);
+    let per_slot = super::env_or("BENCH_RUNS_PER_SLOT", 4);
+    let base = Settings::from_env()?;
+    let url = base.database_url.expose_secret().to_string();
+    let (server, _) = url
+        .rsplit_once('/')
+        .context("DATABASE_URL has no database part")?;
+    let admin = format!("{server}/postgres");
+    let mut conn = PgConnection::connect(&admin)
+        .await
+        .context("connect to the Postgres server")?;
+    let max_connections: String = sqlx::query_scalar("SHOW max_connections")
+        .fetch_one(&mut conn)
+        .await?;
+    println!(
+        "faultline-bench latency on {}, broker {}, model latency {latency:?}, {per_slot} runs of 4 model calls per slot, Postgres max_connections={max_connections}, worker connection budget FAULTLINE_DB_POOL_SIZE={}",
+        super::machine(),
+        base.queue_backend.as_str(),
+        base.db_pool_size,
+    );
+    let mut rows = Vec::new();
+    let mut idle_rss = None;
+    for config in configs()? {
+        let name = format!("faultline_latency_{}_{}", std::process::id(), rows.len());
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await?;
+        let db_url = format!("{server}/{name}");
+        let row = one(&db_url, config, latency, per_slot, &mut idle_rss).await;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&mut conn)
+        .await?;
+        rows.push(row?);
+    }
+    print_table(&rows, latency, idle_rss.unwrap_or(0), base.db_pool_size);
+    Ok(())
+}
+
+async fn one(
+    url: &str,
+    config: Config,
+    latency: Duration,
+    per_slot: usize,
+    idle_rss: &mut Option<u64>,
+) -> anyhow::Result<Row> {
+    let mut env = Source::env();
+    env.set("DATABASE_URL", url);
+    let settings = Settings::load(&env)?;
+    let pool = db::connect(&settings, 4).await?;
+    db::migrate(&pool).await?;
+    let broker = queue::connect(&settings).await?;
+    let (addr, model) = FourStepModel::start(latency, "bench-").await?;
+    let ports: Vec<u16> = (0..config.workers.max(1))
+        .map(|_| free_port())
+        .collect::<anyhow::Result<_>>()?;
+    let spawn = |i: usize| -> anyhow::Result<Child> {
+        Command::new(
+            std::env::current_exe()?
+                .parent()
+                .context("bin dir")?
+                .join("faultline-worker"),
+        )
+        .env("DATABASE_URL", format!("{url}?application_name=bench-w{i}"))
+        .env("FAULTLINE_WORKER_ID", format!("bench-w{i}"))
+        .env("FAULTLINE_WORKER_CONCURRENCY", config.slots.to_string())
+        .envs(four_step_model::worker_env(addr))
+        .env("LLM_TIMEOUT_MS", "60000")
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_WORKER_LOG").unwrap_or_else(|_| "error".into()),
+        )
+        .env("WORKER_HTTP_ADDR", format!("127.0.0.1:{}", ports[i]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("start faultline-worker")
+    };
+    if idle_rss.is_none() {
+        // A worker with nothing to do: the base of the per-run memory.
+        let mut idle = spawn(0)?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        *idle_rss = Some(rss_kib(idle.id(), "VmRSS"));
+        let _ = idle.kill();
+        let _ = idle.wait();
+    }
+
+    let runs = config.workers * config.slots * per_slot;
+    let limits = RunLimits {
+        max_iterations: 6,
+        max_attempts: 5,
+        priority: queue::PRIORITY_LIVE,
+    };
+    let log = faultline_tests::oom_log();
+    for i in 0..runs {
+        let event = NewEvent {
+            dedup_key: format!("latency:{i}"),
+            source: "bench".into(),
+            job_name: Some(format!("bench-{i}")),
+            ..NewEvent::default()
+        };
+        storage::ingest(&pool, &broker, &event, log.as_bytes(), limits).await?;
+    }
+    sqlx::query("ANALYZE").execute(&pool).await?;
+
+    let started = Instant::now();
+    let mut children: Vec<Child> = (0..config.workers)
+        .map(spawn)
+        .collect::<anyhow::Result<_>>()?;
+    let mut peak_connections = 0;
+    let mut peak_rss_kib = 0;
+    let deadline = Duration::from_secs(60) + latency * (per_slot as u32 * 4 * 10);
+    let open = loop {
+        let open = open_runs(&pool).await?;
+        if open == 0 || started.elapsed() > deadline {
+            break open;
+        }
+        peak_connections = peak_connections.max(connections_per_worker(&pool).await?);
+        for c in &children {
+            peak_rss_kib = peak_rss_kib.max(rss_kib(c.id(), "VmHWM"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let wall = started.elapsed().as_secs_f64();
+    let mut pool_wait = Vec::new();
+    for port in &ports {
+        if let Ok(page) = scrape(*port).await {
+            pool_wait.push(page);
+        }
+    }
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // As `make bench` does: first claim to last commit, so the workers'
+    // start-up (printed) is not counted as the engine's time.
+    let (steps, span): (i64, f64) = sqlx::query_as(
+        "SELECT count(*), extract(epoch FROM max(s.created_at) - min(r.started_at))::float8
+         FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id",
+    )
+    .fetch_one(&pool)
+    .await?;
+    println!(
+        "  {} x {}: first claim {:.2} s after the workers were started, last commit {span:.1} s after that",
+        config.workers,
+        config.slots,
+        wall - span
+    );
+    let wall = span;
+    let seen = model.seen();
+    let twice = seen.values().map(|v| v.len() - 1).sum();
+    Ok(Row {
+        runs,
+        steps,
+        wall,
+        open,
+        twice,
+        peak_connections,
+        peak_rss_kib,
+        overhead: overhead(&pool, &seen).await?,
+        pool_wait: pool_wait_quantiles(&pool_wait),
+        config,
+    })
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+async fn scrape(port: u16) -> anyhow::Result<String> {
+    Ok(reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await?
+        .text()
+        .await?)
+}
+
+/// The workers' `faultline_db_pool_wait_seconds`: mean and p99 in ms.
+fn pool_wait_quantiles(pages: &[String]) -> Option<(f64, f64)> {
+    let name = "faultline_db_pool_wait_seconds";
+    let sum: f64 = pages
+        .iter()
+        .map(|p| faultline_tests::metric_sample(p, &format!("{name}_sum"), &[]))
+        .sum();
+    let count: f64 = pages
+        .iter()
+        .map(|p| faultline_tests::metric_sample(p, &format!("{name}_count"), &[]))
+        .sum();
+    if count == 0.0 {
+        return None;
+    }
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    for page in pages {
+        for line in page
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}_bucket{{")))
+        {
+            let le = line
+                .split("le=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(f64::INFINITY);
+            let n: f64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            match buckets.iter_mut().find(|(b, _)| *b == le) {
+                Some(b) => b.1 += n,
+                None => buckets.push((le, n)),
+            }
+        }
+    }
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let p99 = buckets
+        .iter()
+        .find(|(_, n)| *n >= 0.99 * count)
+        .map_or(f64::INFINITY, |(le, _)| *le);
+    Some((sum / count * 1000.0, p99 * 1000.0))
+}
+
+async fn open_runs(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM analysis_runs WHERE status NOT IN ('completed', 'needs_review', 'failed')",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// The most connections any one worker has open now.
+async fn connections_per_worker(pool: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT coalesce(max(n), 0) FROM (
+             SELECT count(*) AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name LIKE 'bench-w%'
+             GROUP BY application_name) per_worker",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// A field of /proc/PID/status in KiB (0 once the process is gone).
+fn rss_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Commit of iteration k to the model call of iteration k + 1 of the same
+/// run: the engine's time between two model calls (p50, p99 in ms).
+async fn overhead(
+    pool: &PgPool,
+    seen: &HashMap<(String, usize), Vec<DateTime<Utc>>>,
+) -> sqlx::Result<Option<(f64, f64)>> {
+    let commits: Vec<(String, i32, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT e.job_name, s.iteration, s.created_at FROM run_steps s
+         JOIN analysis_runs r ON r.id = s.run_id JOIN failure_events e ON e.id = r.event_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut h = Histogram::<u64>::new(3).expect("histogram");
+    let mut reply = Histogram::<u64>::new(3).expect("histogram");
+    let micros = |d: chrono::TimeDelta| d.num_microseconds().unwrap_or(0).max(1) as u64;
+    for (job, iteration, committed) in commits {
+        if let Some(call) = seen
+            .get(&(job.clone(), iteration as usize))
+            .and_then(|t| t.last())
+        {
+            let _ = reply.record(micros(committed - *call));
+        }
+        if let Some(next) = seen
+            .get(&(job, iteration as usize + 1))
+            .and_then(|t| t.first())
+        {
+            let _ = h.record(micros(*next - committed));
+        }
+    }
+    let parts: (f64, f64, f64, f64) = sqlx::query_as(
+        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY step_ms)::float8,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY tool_ms)::float8,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY (llm->>'latency_ms')::float8)::float8,
+                percentile_cont(0.99) WITHIN GROUP (ORDER BY (llm->>'latency_ms')::float8)::float8
+         FROM run_steps",
+    )
+    .fetch_one(pool)
+    .await?;
+    println!(
+        "  journal: step p50 {:.0} ms, tool p50 {:.0} ms, model call (as the worker saw it) p50 {:.0} ms, p99 {:.0} ms",
+        parts.0, parts.1, parts.2, parts.3
+    );
+    if h.is_empty() {
+        return Ok(None);
+    }
+    let q = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    println!(
+        "  model call received to its commit: p50 {:.0} ms, p99 {:.0} ms",
+        q(&reply, 0.5),
+        q(&reply, 0.99)
+    );
+    Ok(Some((q(&h, 0.5), q(&h, 0.99))))
+}
+
+fn print_table(rows: &[Row], latency: Duration, idle_rss_kib: u64, budget: u32) {
+    println!(
+        "\n| workers x slots | runs | steps | first claim to last commit | steps/s | efficiency | model calls made twice | peak connections per worker (budget {budget}) | pool wait mean / p99 | worker peak RSS | per in-flight run | step overhead p50 / p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let slots = (r.config.workers * r.config.slots) as f64;
+        let rate = r.steps as f64 / r.wall;
+        let efficiency = rate / (slots / latency.as_secs_f64());
+        let per_run = r.peak_rss_kib.saturating_sub(idle_rss_kib) as f64 / r.config.slots as f64;
+        let open = if r.open > 0 {
+            format!(" ({} runs not terminal)", r.open)
+        } else {
+            String::new()
+        };
+        println!(
+            "| {} x {} | {} | {}{open} | {:.1} s | {rate:.0} | {:.0} % | {} | {} | {} | {:.0} MiB | {per_run:.0} KiB | {} |",
+            r.config.workers,
+            r.config.slots,
+            r.runs,
+            r.steps,
+            r.wall,
+            efficiency * 100.0,
+            r.twice,
+            r.peak_connections,
+            r.pool_wait
+                .map(|(mean, p99)| format!("{mean:.1} / ≤ {p99:.0} ms"))
+                .unwrap_or_else(|| "-".into()),
+            r.peak_rss_kib as f64 / 1024.0,
+            r.overhead
+                .map(|(p50, p99)| format!("{p50:.0} / {p99:.0} ms"))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    println!("\nidle worker RSS: {:.0} MiB", idle_rss_kib as f64 / 1024.0);
+}
