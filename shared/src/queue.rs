@@ -42,6 +42,16 @@ pub const PRIORITY_LIVE: i32 = 10;
 /// Priority of bulk reprocessing: fetched only when no live step is ready
 /// (Postgres), or carried on its own queue (Redis).
 pub const PRIORITY_BULK: i32 = 1;
+/// Added to a run's priority for the step that resumes it after a take-over
+/// from a dead worker: it goes ahead of the waiting steps of its class (the
+/// Postgres broker fetches by priority; the Redis broker puts it at the head
+/// of its queue), so a resume does not wait for the backlog.
+pub const RESUME_BOOST: i32 = 1;
+
+/// Whether a step of `priority` resumes a taken-over run ([`RESUME_BOOST`]).
+pub fn is_resume(priority: i32) -> bool {
+    priority == PRIORITY_LIVE + RESUME_BOOST || priority == PRIORITY_BULK + RESUME_BOOST
+}
 
 /// Waiting step tasks of one priority (either broker): `ready` are due now, `scheduled`
 /// wait for their `run_at` (retries in backoff).

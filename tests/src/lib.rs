@@ -417,3 +417,72 @@ pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .map(|(_, v)| v.parse::<f64>().unwrap())
         .sum()
 }
+
+/// A run taken over from a `kill -9`ed worker resumes ahead of a backlog of
+/// waiting steps (either broker, chosen by `env`): 30 other runs wait for
+/// the one surviving slot, 300 ms a step, so a resume queued behind them
+/// would wait about 9 s; ahead of them it waits for the take-over (session
+/// grace plus a reconcile pass) and one step. Returns the kill-to-resume
+/// time.
+pub async fn a_resumed_run_goes_ahead_of_the_backlog(
+    db: &TestDb,
+    env: &[(&str, &str)],
+) -> Duration {
+    let run = db.enqueue(&db.write("held.log", oom_log()), env);
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut all = env.to_vec();
+        all.extend_from_slice(extra);
+        all
+    };
+    let mut dead = db.worker_with_defaults(
+        "dead",
+        &with(&[
+            ("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000"),
+            ("FAULTLINE_WORKER_CONCURRENCY", "1"),
+        ]),
+    );
+    wait_until(Duration::from_secs(30), || async {
+        dead.stderr()
+            .contains("holding the step before its commit")
+            .then_some(())
+    })
+    .await;
+    for i in 0..30 {
+        let log = db.write(
+            &format!("backlog{i}.log"),
+            format!("{}\nbacklog {i}\n", oom_log()),
+        );
+        db.enqueue(&log, env);
+    }
+    let _alive = db.worker_with_defaults(
+        "alive",
+        &with(&[
+            ("FAULTLINE_CHAOS_STEP_DELAY_MS", "300"),
+            ("FAULTLINE_WORKER_CONCURRENCY", "1"),
+        ]),
+    );
+    // The survivor is chewing the backlog when the holder dies.
+    wait_until(Duration::from_secs(30), || async {
+        let steps: i64 = sqlx::query_scalar("SELECT count(*) FROM run_steps WHERE run_id <> $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        (steps >= 2).then_some(())
+    })
+    .await;
+    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    dead.kill9();
+    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(60), || async {
+        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
+            .bind(run)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    (resumed_at - killed_at).to_std().unwrap_or_default()
+}

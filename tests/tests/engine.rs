@@ -193,6 +193,17 @@ async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once()
     assert!(repeated <= 1, "only the killed step may repeat: {repeated}");
 }
 
+/// A resumed run does not queue behind runs waiting for a slot.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_goes_ahead_of_the_backlog() {
+    let db = TestDb::new().await;
+    let resume = faultline_tests::a_resumed_run_goes_ahead_of_the_backlog(&db, &[]).await;
+    assert!(
+        resume <= Duration::from_secs(6),
+        "resumed {resume:?} after the kill"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn stale_worker_is_fenced() {
     let db = TestDb::new().await;

@@ -212,6 +212,21 @@ async fn duplicate_step_tasks_are_harmless() {
     wipe(&ns).await;
 }
 
+/// A resumed run goes to the head of the live queue, not behind the runs
+/// waiting for a slot (apalis-redis pushes at the tail).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_run_goes_ahead_of_the_backlog() {
+    let db = TestDb::new().await;
+    let ns = namespace(&db);
+    let env = redis_env(&ns);
+    let resume = faultline_tests::a_resumed_run_goes_ahead_of_the_backlog(&db, &refs(&env)).await;
+    assert!(
+        resume <= Duration::from_secs(6),
+        "resumed {resume:?} after the kill"
+    );
+    wipe(&ns).await;
+}
+
 /// A nightly backlog on the bulk queue does not delay a live analysis.
 #[tokio::test(flavor = "multi_thread")]
 async fn bulk_backlog_does_not_delay_live_runs() {

@@ -65,6 +65,26 @@ return missing",
     )
 });
 
+/// Moves the tasks of the idempotency keys ARGV[2..] (set prefix ARGV[1])
+/// to the head of the active list KEYS[1], from the scheduled set KEYS[2]
+/// (where apalis-redis parks every new task until a fetch promotes it to
+/// the list's tail) or from within the list: the next fetch, which reads
+/// the head, takes them. A task already fetched is left alone.
+static TO_HEAD_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local moved = 0
+for i = #ARGV, 2, -1 do
+  local id = redis.call('get', ARGV[1] .. ':' .. ARGV[i])
+  if id and (redis.call('zrem', KEYS[2], id) > 0 or redis.call('lrem', KEYS[1], 1, id) > 0) then
+    redis.call('lpush', KEYS[1], id)
+    moved = moved + 1
+  end
+end
+return moved",
+    )
+});
+
 /// A connection to the broker plus the two queues' configurations.
 #[derive(Clone)]
 pub struct RedisBroker {
@@ -121,19 +141,38 @@ impl RedisBroker {
     }
 
     /// Pushes step tasks, one script call per queue; a step whose
-    /// idempotency key is known is skipped by Redis.
+    /// idempotency key is known is skipped by Redis. A step that resumes a
+    /// taken-over run ([`super::is_resume`]) and is due goes to the head of
+    /// its queue.
     pub async fn push(&self, pending: &[Pending]) -> Result<(), apalis_redis::Error> {
-        let mut by_queue: BTreeMap<bool, Vec<RedisTask>> = BTreeMap::new();
+        let now = chrono::Utc::now();
+        let mut by_queue: BTreeMap<bool, (Vec<RedisTask>, Vec<String>)> = BTreeMap::new();
         for p in pending {
-            by_queue
-                .entry(p.priority >= PRIORITY_LIVE)
-                .or_default()
-                .push(task(p));
+            let (tasks, ahead) = by_queue.entry(p.priority >= PRIORITY_LIVE).or_default();
+            if super::is_resume(p.priority) && p.run_at.is_none_or(|at| at <= now) {
+                tasks.push(task(&Pending {
+                    run_at: None,
+                    ..p.clone()
+                }));
+                ahead.push(p.step.key());
+            } else {
+                tasks.push(task(p));
+            }
         }
         let mut conn = self.conn.clone();
-        for (live, tasks) in by_queue {
+        for (live, (tasks, ahead)) in by_queue {
             let config = if live { &self.live } else { &self.bulk };
             apalis_redis::queries::push_tasks(&mut conn, config, &tasks).await?;
+            if !ahead.is_empty() {
+                let mut call = TO_HEAD_SCRIPT.prepare_invoke();
+                call.key(config.active_jobs_list())
+                    .key(config.scheduled_jobs_set())
+                    .arg(config.idempotency_key_set());
+                for key in &ahead {
+                    call.arg(key);
+                }
+                let _: i64 = call.invoke_async(&mut conn).await?;
+            }
         }
         Ok(())
     }

@@ -377,11 +377,10 @@ async fn after_failure(
             attempt: f.attempts,
         };
         // A run taken over from a dead worker (no worker recorded the
-        // failure) was in progress: its step goes ahead of runs not started
-        // yet of the same priority (Postgres broker), so its resume does
-        // not wait for the backlog.
+        // failure) was in progress: its step goes ahead of the waiting steps
+        // of its class, so its resume does not wait for the backlog.
         let priority = if worker.is_none() {
-            f.priority + 1
+            f.priority + queue::RESUME_BOOST
         } else {
             f.priority
         };
