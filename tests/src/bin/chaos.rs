@@ -91,6 +91,7 @@ impl Drop for Procs {
     }
 }
 
+#[derive(Clone)]
 struct Kill {
     at: DateTime<Utc>,
     /// (run, iterations committed) of every run the killed worker held.
@@ -184,6 +185,8 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     let mut kills: Vec<Kill> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut pg_restarted = !pg_restart;
+    // When Postgres accepted statements again after its restart.
+    let mut pg_back: Option<DateTime<Utc>> = None;
     let mut redis_wiped = backend != QueueBackend::Redis || wipe == "none";
     if !pg_restart {
         notes.push("Postgres restart: skipped (CHAOS_PG_RESTART=0)".into());
@@ -206,6 +209,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         if !pg_restarted && done as usize >= runs * 4 / 10 {
             pg_restarted = true;
             notes.push(restart_postgres());
+            pg_back = back_at(&pool).await;
         }
         if !redis_wiped && done as usize >= runs * 2 / 10 {
             redis_wiped = true;
@@ -346,6 +350,25 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
             ))
             .unwrap_or_else(|| "no run was held by a killed worker".into())
     );
+    // A kill just after the Postgres restart waits for the quiet time in
+    // which no session take-over happens (every session was cut then):
+    // shown apart, so the restart does not hide the usual resume.
+    if let Some(back) = pg_back {
+        let near = |k: &&Kill| k.at >= back && k.at < back + AFTER_RESTART;
+        let (after, others): (Vec<Kill>, Vec<Kill>) = kills.iter().cloned().partition(|k| near(&k));
+        for (label, part) in [
+            ("outside the restart", others),
+            ("within 10 s after the Postgres restart", after),
+        ] {
+            let times = resume_times(&pool, &part).await?;
+            if let Some((p50, p99, max)) = summary(&times) {
+                println!(
+                    "| I4 resume, kills {label} | p50 {p50:.2} s, p99 {p99:.2} s, max {max:.2} s (n={}) |",
+                    times.len()
+                );
+            }
+        }
+    }
     if let Some((p50, p99, max)) = summary(&takeovers) {
         println!(
             "| I4 taken over after kill | p50 {p50:.2} s, p99 {p99:.2} s, max {max:.2} s (n={}) |",
@@ -391,6 +414,20 @@ async fn open_runs(pool: &PgPool) -> Option<i64> {
     .fetch_one(pool)
     .await
     .ok()
+}
+
+/// How long after a Postgres restart a kill counts as near it.
+const AFTER_RESTART: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
+
+/// The database's clock once it answers again (after a restart).
+async fn back_at(pool: &PgPool) -> Option<DateTime<Utc>> {
+    for _ in 0..300 {
+        if let Ok(at) = sqlx::query_scalar("SELECT now()").fetch_one(pool).await {
+            return Some(at);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }
 
 /// The runs `worker` held when it was killed (its leases are still in place).

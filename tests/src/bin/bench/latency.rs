@@ -233,7 +233,7 @@ async fn one(
         twice,
         peak_connections,
         peak_rss_kib,
-        overhead: overhead(&pool, &seen).await?,
+        overhead: overhead(&pool, &seen, latency, config.workers * config.slots, span).await?,
         pool_wait: pool_wait_quantiles(&pool_wait),
         config,
     })
@@ -335,6 +335,9 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 async fn overhead(
     pool: &PgPool,
     seen: &HashMap<(String, usize), Vec<DateTime<Utc>>>,
+    latency: Duration,
+    slots: usize,
+    span: f64,
 ) -> sqlx::Result<Option<(f64, f64)>> {
     let commits: Vec<(String, i32, DateTime<Utc>)> = sqlx::query_as(
         "SELECT e.job_name, s.iteration, s.created_at FROM run_steps s
@@ -345,20 +348,37 @@ async fn overhead(
     let mut h = Histogram::<u64>::new(3).expect("histogram");
     let mut reply = Histogram::<u64>::new(3).expect("histogram");
     let micros = |d: chrono::TimeDelta| d.num_microseconds().unwrap_or(0).max(1) as u64;
+    // Slot time (slots x span) not spent waiting on the model, split into
+    // a reply's way to its commit, a commit's way to the next call of the
+    // same run, and the rest (a slot between two runs, the ramp, the tail).
+    let (mut to_commit, mut to_next, mut in_model) = (0f64, 0f64, 0f64);
+    let secs = |d: chrono::TimeDelta| d.num_microseconds().unwrap_or(0) as f64 / 1e6;
     for (job, iteration, committed) in commits {
         if let Some(call) = seen
             .get(&(job.clone(), iteration as usize))
             .and_then(|t| t.last())
         {
             let _ = reply.record(micros(committed - *call));
+            in_model += latency.as_secs_f64();
+            to_commit += (secs(committed - *call) - latency.as_secs_f64()).max(0.0);
         }
         if let Some(next) = seen
             .get(&(job, iteration as usize + 1))
             .and_then(|t| t.first())
         {
             let _ = h.record(micros(*next - committed));
+            to_next += secs(*next - committed).max(0.0);
         }
     }
+    let total = slots as f64 * span;
+    let pct = |x: f64| 100.0 * x / total;
+    println!(
+        "  slot time: {:.1} % waiting on the model, {:.1} % reply to commit, {:.1} % commit to the next call, {:.1} % between runs, ramp and tail",
+        pct(in_model),
+        pct(to_commit),
+        pct(to_next),
+        pct(total - in_model - to_commit - to_next)
+    );
     let parts: (f64, f64, f64, f64) = sqlx::query_as(
         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY step_ms)::float8,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY tool_ms)::float8,
