@@ -204,6 +204,49 @@ async fn a_resumed_run_goes_ahead_of_the_backlog() {
     );
 }
 
+/// A worker whose database goes away for a while (a restart, a failover)
+/// takes step tasks again as soon as it is back, not when its consumer's
+/// backoff (0.5, 1, 2, 4, 8 s …) next comes round: after a 10 s outage
+/// that would be about 5 s later.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_consumes_again_as_soon_as_its_database_is_back() {
+    use sqlx::Connection;
+    let db = TestDb::new().await;
+    let w = db.worker_with_defaults("w", &[]);
+    w.http_base().await;
+    let mut admin = sqlx::PgConnection::connect(&faultline_tests::admin_url())
+        .await
+        .unwrap();
+    let allow = |on: bool| {
+        sqlx::AssertSqlSafe(format!("ALTER DATABASE {} ALLOW_CONNECTIONS {on}", db.name))
+    };
+    sqlx::query(allow(false)).execute(&mut admin).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(&db.name)
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    wait_until(Duration::from_secs(30), || async {
+        w.stderr().contains("step consumer failed").then_some(())
+    })
+    .await;
+    // The outage itself: the consumer fails again at about 0.5, 1.5, 3.5
+    // and 7.5 s, so the backoff's next restart is at about 15.5 s.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    sqlx::query(allow(true)).execute(&mut admin).await.unwrap();
+    let back = std::time::Instant::now();
+    let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
+    wait_until(Duration::from_secs(30), || async {
+        (run_state(&db.pool, run).await.1 >= 1).then_some(())
+    })
+    .await;
+    let first_step = back.elapsed();
+    assert!(
+        first_step <= Duration::from_secs(4),
+        "first step {first_step:?} after the database came back"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn stale_worker_is_fenced() {
     let db = TestDb::new().await;

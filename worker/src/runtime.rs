@@ -136,11 +136,17 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
                     delay = Duration::from_millis(500);
                     continue;
                 }
-                warn!(error = %e, "step consumer failed; restarting in {delay:?}");
+                warn!(error = %e, "step consumer failed; restarting in at most {delay:?}");
             }
         }
+        // Lost the database (a restart, a failover): start again the moment
+        // it answers, not after the backoff (runs taken over meanwhile wait
+        // for a consumer). Otherwise the error is ours: back off.
         tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
+            back = database_back(&engine.pool, delay) => if back {
+                delay = Duration::from_millis(500);
+                continue;
+            },
             _ = shutdown.wait_for(|s| *s) => break,
         }
         delay = (delay * 2).min(Duration::from_secs(30));
@@ -148,6 +154,25 @@ pub async fn run(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) -> an
     reconciler.abort();
     info!("worker stopped");
     Ok(())
+}
+
+/// Waits up to `limit`; true as soon as the database answers after having
+/// failed to (probed every 250 ms), false when it answered all along.
+async fn database_back(pool: &sqlx::PgPool, limit: Duration) -> bool {
+    let end = tokio::time::Instant::now() + limit;
+    let mut lost = false;
+    loop {
+        let up = sqlx::query("SELECT 1").execute(pool).await.is_ok();
+        if up && lost {
+            return true;
+        }
+        lost |= !up;
+        let now = tokio::time::Instant::now();
+        if now >= end {
+            return false;
+        }
+        tokio::time::sleep((end - now).min(Duration::from_millis(250))).await;
+    }
 }
 
 fn stop_signal(

@@ -454,7 +454,9 @@ pub(crate) static RECONCILE_EXPIRED: LazyLock<String> = LazyLock::new(|| {
 /// [`reconcile_dead_sessions`]'s statement: the runs leased to a worker
 /// whose session lock has been missing for longer than `$7` seconds, unless
 /// Postgres itself started less than `$8` seconds ago (every session was
-/// cut then; the workers are reconnecting, not dead).
+/// cut then; the workers are reconnecting, not dead) and the lock went
+/// missing only since that start (one missing before it was a dead
+/// worker's: its runs need not wait out the restart).
 pub(crate) static RECONCILE_DEAD: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH dead AS (
@@ -462,7 +464,8 @@ pub(crate) static RECONCILE_DEAD: LazyLock<String> = LazyLock::new(|| {
              JOIN worker_sessions s ON s.owner = r.lease_owner
              WHERE r.status = 'running'
                AND s.absent_since < now() - make_interval(secs => $7)
-               AND pg_postmaster_start_time() < now() - make_interval(secs => $8)
+               AND (s.absent_since < pg_postmaster_start_time()
+                    OR pg_postmaster_start_time() < now() - make_interval(secs => $8))
              ORDER BY r.lease_expires_at LIMIT $1
              FOR UPDATE OF r SKIP LOCKED)
          UPDATE analysis_runs r SET {}

@@ -185,7 +185,8 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
     let mut kills: Vec<Kill> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut pg_restarted = !pg_restart;
-    // When Postgres accepted statements again after its restart.
+    // Just before Postgres restarted, and when it accepted statements again.
+    let mut pg_down: Option<DateTime<Utc>> = None;
     let mut pg_back: Option<DateTime<Utc>> = None;
     let mut redis_wiped = backend != QueueBackend::Redis || wipe == "none";
     if !pg_restart {
@@ -208,6 +209,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         // and the wipe must land while most runs still have steps queued.
         if !pg_restarted && done as usize >= runs * 4 / 10 {
             pg_restarted = true;
+            pg_down = back_at(&pool).await;
             notes.push(restart_postgres());
             pg_back = back_at(&pool).await;
         }
@@ -350,15 +352,16 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
             ))
             .unwrap_or_else(|| "no run was held by a killed worker".into())
     );
-    // A kill just after the Postgres restart waits for the quiet time in
-    // which no session take-over happens (every session was cut then):
-    // shown apart, so the restart does not hide the usual resume.
-    if let Some(back) = pg_back {
-        let near = |k: &&Kill| k.at >= back && k.at < back + AFTER_RESTART;
+    // A kill shortly before the Postgres restart (its take-over not done
+    // yet) or after it, within the quiet time in which only workers gone
+    // before the restart are taken over, waits for the restart or that
+    // time: shown apart, so the restart does not hide the usual resume.
+    if let (Some(down), Some(back)) = (pg_down, pg_back) {
+        let near = |k: &&Kill| k.at >= down - BEFORE_RESTART && k.at < back + AFTER_RESTART;
         let (after, others): (Vec<Kill>, Vec<Kill>) = kills.iter().cloned().partition(|k| near(&k));
         for (label, part) in [
             ("outside the restart", others),
-            ("within 10 s after the Postgres restart", after),
+            ("from 5 s before to 10 s after the Postgres restart", after),
         ] {
             let times = resume_times(&pool, &part).await?;
             if let Some((p50, p99, max)) = summary(&times) {
@@ -416,7 +419,8 @@ async fn open_runs(pool: &PgPool) -> Option<i64> {
     .ok()
 }
 
-/// How long after a Postgres restart a kill counts as near it.
+/// How long before and after a Postgres restart a kill counts as near it.
+const BEFORE_RESTART: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 const AFTER_RESTART: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
 /// The database's clock once it answers again (after a restart).
