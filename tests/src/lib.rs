@@ -121,6 +121,29 @@ impl TestDb {
             .expect("enqueue prints a run id")
     }
 
+    /// The database's clock (timestamps to compare with its rows').
+    pub async fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        sqlx::query_scalar("SELECT now()")
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// Waits (up to 60 s) until `run` commits `iteration`; returns when.
+    pub async fn committed_at(&self, run: Uuid, iteration: i32) -> chrono::DateTime<chrono::Utc> {
+        wait_until(Duration::from_secs(60), || async {
+            sqlx::query_scalar(
+                "SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = $2",
+            )
+            .bind(run)
+            .bind(iteration)
+            .fetch_optional(&self.pool)
+            .await
+            .unwrap()
+        })
+        .await
+    }
+
     /// Starts a worker against this database with extra environment, on
     /// [`FAST_WORKER`] settings.
     pub fn worker(&self, name: &str, env: &[(&str, &str)]) -> Worker {
@@ -232,6 +255,28 @@ impl Worker {
 
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the worker sits inside a step, holding its lease, just
+    /// before the commit (`FAULTLINE_CHAOS_STEP_DELAY_MS` keeps it there).
+    pub async fn wait_holding_a_step(&self) {
+        wait_until(Duration::from_secs(30), || async {
+            self.stderr()
+                .contains("holding the step before its commit")
+                .then_some(())
+        })
+        .await
+    }
+
+    /// The worker's `/metrics` page.
+    pub async fn metrics(&self) -> String {
+        let base = self.http_base().await;
+        reqwest::get(format!("{base}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
     }
 
     /// The base URL of the worker's HTTP port (`/healthz`, `/readyz`,
@@ -441,12 +486,7 @@ pub async fn a_resumed_run_goes_ahead_of_the_backlog(
             ("FAULTLINE_WORKER_CONCURRENCY", "1"),
         ]),
     );
-    wait_until(Duration::from_secs(30), || async {
-        dead.stderr()
-            .contains("holding the step before its commit")
-            .then_some(())
-    })
-    .await;
+    dead.wait_holding_a_step().await;
     for i in 0..30 {
         let log = db.write(
             &format!("backlog{i}.log"),
@@ -471,18 +511,8 @@ pub async fn a_resumed_run_goes_ahead_of_the_backlog(
         (steps >= 2).then_some(())
     })
     .await;
-    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    let killed_at = db.now().await;
     dead.kill9();
-    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(60), || async {
-        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
-            .bind(run)
-            .fetch_optional(&db.pool)
-            .await
-            .unwrap()
-    })
-    .await;
+    let resumed_at = db.committed_at(run, 1).await;
     (resumed_at - killed_at).to_std().unwrap_or_default()
 }

@@ -99,13 +99,7 @@ async fn a_killed_worker_s_run_resumes_within_five_seconds_with_default_settings
     let run = db.enqueue(&log, &[]);
     // The first worker sits inside its first step, holding the lease.
     let mut first = db.worker_with_defaults("first", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000")]);
-    wait_until(Duration::from_secs(30), || async {
-        first
-            .stderr()
-            .contains("holding the step before its commit")
-            .then_some(())
-    })
-    .await;
+    first.wait_holding_a_step().await;
     let second = db.worker_with_defaults("second", &[]);
     second.http_base().await;
     let lease_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
@@ -115,19 +109,9 @@ async fn a_killed_worker_s_run_resumes_within_five_seconds_with_default_settings
     .fetch_one(&db.pool)
     .await
     .unwrap();
-    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    let killed_at = db.now().await;
     first.kill9();
-    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(30), || async {
-        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
-            .bind(run)
-            .fetch_optional(&db.pool)
-            .await
-            .unwrap()
-    })
-    .await;
+    let resumed_at = db.committed_at(run, 1).await;
     let resume = (resumed_at - killed_at).num_milliseconds();
     assert!(resume <= 5_000, "resumed {resume} ms after the kill");
     assert!(
@@ -156,27 +140,11 @@ async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once()
     let db = TestDb::new().await;
     let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
     let mut before = db.worker_with_defaults("same", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000")]);
-    wait_until(Duration::from_secs(30), || async {
-        before
-            .stderr()
-            .contains("holding the step before its commit")
-            .then_some(())
-    })
-    .await;
-    let killed_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    before.wait_holding_a_step().await;
+    let killed_at = db.now().await;
     before.kill9();
     let _after = db.worker_with_defaults("same", &[]);
-    let resumed_at: chrono::DateTime<chrono::Utc> = wait_until(Duration::from_secs(30), || async {
-        sqlx::query_scalar("SELECT created_at FROM run_steps WHERE run_id = $1 AND iteration = 1")
-            .bind(run)
-            .fetch_optional(&db.pool)
-            .await
-            .unwrap()
-    })
-    .await;
+    let resumed_at = db.committed_at(run, 1).await;
     let resume = (resumed_at - killed_at).num_milliseconds();
     assert!(resume <= 5_000, "resumed {resume} ms after the kill");
     assert!(
@@ -255,13 +223,7 @@ async fn stale_worker_is_fenced() {
     let stale = db.worker("stale", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "2500")]);
     // Freeze the worker mid-step, holding the lease: its tool has run and it
     // is about to commit (the chaos delay sits between the two).
-    wait_until(Duration::from_secs(30), || async {
-        stale
-            .stderr()
-            .contains("holding the step before its commit")
-            .then_some(())
-    })
-    .await;
+    stale.wait_holding_a_step().await;
     stale.signal(Signal::SIGSTOP);
 
     // Its lease expires, another worker takes over and finishes the run.

@@ -761,7 +761,6 @@ async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_r
     env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "4".into()));
     let runs = distinct_oom_runs(&db, 4);
     let worker = db.worker("w", &env_refs(&env));
-    let base = worker.http_base().await;
     for run in &runs {
         assert_eq!(
             wait_terminal(&db.pool, *run, Duration::from_secs(90)).await,
@@ -775,12 +774,7 @@ async fn slow_model_calls_keep_their_leases_with_one_renewal_statement_for_all_r
         .unwrap();
     assert_eq!(failed_attempts, 0, "no lease lapsed, nothing was retried");
 
-    let page = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = worker.metrics().await;
     let statements = metric_sample(&page, "faultline_lease_renewal_statements_total", &[]);
     let renewals = metric_sample(&page, "faultline_lease_renewals_total", &[]);
     assert_eq!(
@@ -823,7 +817,7 @@ async fn a_three_minute_model_call_keeps_its_lease_with_default_settings() {
     .await;
     // A second worker whose reconciler watches the first one's runs.
     let watcher = db.worker_with_defaults("watcher", &env_refs(&env));
-    let base = watcher.http_base().await;
+    watcher.http_base().await;
     assert_eq!(
         wait_terminal(&db.pool, run, Duration::from_secs(280)).await,
         "completed"
@@ -847,12 +841,7 @@ async fn a_three_minute_model_call_keeps_its_lease_with_default_settings() {
             .await
             .unwrap();
     assert_eq!(committed_by, "slow");
-    let page = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = watcher.metrics().await;
     for cause in ["session_ended", "lease_expired"] {
         assert_eq!(
             metric_sample(

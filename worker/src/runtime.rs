@@ -334,7 +334,8 @@ async fn take_over_dead(engine: &Engine) -> bool {
     };
     // Right after a Postgres restart every session is gone for a moment:
     // the workers reconnect (their lease connections are checked every
-    // 250 ms); only leases decide until they have had time to.
+    // 250 ms); until they have had time to, only a worker already missing
+    // before the restart is taken over.
     let after_restart = grace * 5;
     match runs::reconcile_dead_sessions(&engine.pool, &engine.broker, grace, after_restart, 100)
         .await

@@ -486,14 +486,15 @@ pub async fn reconcile_expired(
 ) -> sqlx::Result<usize> {
     let error = "lease expired: the worker stopped renewing it (crashed or hung)";
     let query = sqlx::query_as(RECONCILE_EXPIRED.as_str());
-    take_over(pool, broker, query, error, backoff, limit, None).await
+    take_over(pool, broker, query, error, backoff, limit, &[]).await
 }
 
 /// running (the holder's session ended) -> retry_wait | failed: the worker
 /// process is gone (Postgres released its session lock over `grace` ago),
 /// so its runs are retried at once, without waiting for their leases to
 /// expire; the attempt counts, as for an expired lease. Within
-/// `after_restart` of a Postgres start nothing is taken ([`RECONCILE_DEAD`]).
+/// `after_restart` of a Postgres start only a worker whose lock was missing
+/// before that start is taken over ([`RECONCILE_DEAD`]).
 pub async fn reconcile_dead_sessions(
     pool: &PgPool,
     broker: &Broker,
@@ -506,14 +507,23 @@ pub async fn reconcile_dead_sessions(
         base: Duration::ZERO,
         max: Duration::ZERO,
     };
-    let session = Some((grace, after_restart));
     let query = sqlx::query_as(RECONCILE_DEAD.as_str());
-    take_over(pool, broker, query, error, at_once, limit, session).await
+    take_over(
+        pool,
+        broker,
+        query,
+        error,
+        at_once,
+        limit,
+        &[grace, after_restart],
+    )
+    .await
 }
 
 /// Binds and runs a take-over statement (`$1` limit, then the failure's
-/// five parameters, then, for [`RECONCILE_DEAD`], the grace and the quiet
-/// time after a restart) and queues each retry or dead letter.
+/// five parameters, then the statement's own durations, in seconds: for
+/// [`RECONCILE_DEAD`] the grace and the quiet time after a restart) and
+/// queues each retry or dead letter.
 async fn take_over<'q>(
     pool: &PgPool,
     broker: &Broker,
@@ -521,7 +531,7 @@ async fn take_over<'q>(
     error: &'q str,
     backoff: Backoff,
     limit: i64,
-    session: Option<(Duration, Duration)>,
+    durations: &[Duration],
 ) -> sqlx::Result<usize> {
     let mut tx = pool.begin().await?;
     let mut query = query
@@ -531,10 +541,8 @@ async fn take_over<'q>(
         .bind(backoff.base.as_secs_f64())
         .bind(backoff.max.as_secs_f64())
         .bind(0.0);
-    if let Some((grace, after_restart)) = session {
-        query = query
-            .bind(grace.as_secs_f64())
-            .bind(after_restart.as_secs_f64());
+    for d in durations {
+        query = query.bind(d.as_secs_f64());
     }
     let rows = query.fetch_all(&mut *tx).await?;
     let mut after = AfterCommit::new(broker);
