@@ -121,6 +121,19 @@ pub struct ServerConfig {
     /// disables it (503).
     #[serde(rename = "JENKINS_WEBHOOK_TOKEN", deserialize_with = "de::secret_some")]
     pub jenkins_token: Option<SecretString>,
+    /// `FAULTLINE_PUBLIC_URL`: where users reach the server (the console's
+    /// links and the `Secure` flag of its cookie when it is https).
+    #[serde(rename = "FAULTLINE_PUBLIC_URL", deserialize_with = "public_url")]
+    pub public_url: Option<String>,
+    /// `FAULTLINE_CONSOLE_SESSION_TTL`: how long a console sign-in lasts.
+    #[serde(
+        rename = "FAULTLINE_CONSOLE_SESSION_TTL",
+        deserialize_with = "de::humane"
+    )]
+    pub console_session_ttl: Duration,
+    /// `REVIEW_SLA`: items waiting longer are highlighted in the console.
+    #[serde(rename = "REVIEW_SLA", deserialize_with = "de::humane")]
+    pub review_sla: Duration,
 }
 
 impl Default for ServerConfig {
@@ -144,12 +157,34 @@ impl Default for ServerConfig {
             db_connections: 16,
             github_secret: None,
             jenkins_token: None,
+            public_url: None,
+            console_session_ttl: Duration::from_secs(12 * 3600),
+            review_sla: Duration::from_secs(4 * 3600),
         }
     }
 }
 
 fn proxies<'de, D: Deserializer<'de>>(d: D) -> Result<TrustedProxies, D::Error> {
     TrustedProxies::parse(&String::deserialize(d)?).map_err(D::Error::custom)
+}
+
+/// An absolute http(s) URL, without a trailing slash.
+fn public_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let url = String::deserialize(d)?;
+    let url = url.trim().trim_end_matches('/');
+    if url.is_empty() {
+        return Ok(None);
+    }
+    let ok = ["http://", "https://"]
+        .iter()
+        .any(|s| url.len() > s.len() && url[..s.len()].eq_ignore_ascii_case(s));
+    if ok {
+        Ok(Some(url.to_string()))
+    } else {
+        Err(D::Error::custom(
+            "must be an absolute http:// or https:// URL",
+        ))
+    }
 }
 
 fn saturating_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -164,6 +199,13 @@ impl ServerConfig {
             webhook_max_body_bytes: config.webhook_max_body_bytes.min(config.max_body_bytes),
             ..config
         })
+    }
+
+    /// True when users reach the server over https (cookies get `Secure`).
+    pub fn public_url_is_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u[..8.min(u.len())].eq_ignore_ascii_case("https://"))
     }
 
     /// The variables [`ServerConfig::load`] reads.
@@ -194,6 +236,17 @@ mod tests {
         assert_eq!(c.min_body_rate, 240);
         assert!(!c.trusted_proxies.contains("127.0.0.1".parse().unwrap()));
         assert!(c.github_secret.is_none() && c.jenkins_token.is_none());
+        assert_eq!(c.review_sla, Duration::from_secs(4 * 3600));
+        assert!(!c.public_url_is_https());
+    }
+
+    #[test]
+    fn the_public_url_is_absolute_and_https_makes_cookies_secure() {
+        let c = config(&[("FAULTLINE_PUBLIC_URL", " https://faultline.example/ ")]).unwrap();
+        assert_eq!(c.public_url.as_deref(), Some("https://faultline.example"));
+        assert!(c.public_url_is_https());
+        let err = config(&[("FAULTLINE_PUBLIC_URL", "faultline.example")]).unwrap_err();
+        assert_eq!(err.name, "FAULTLINE_PUBLIC_URL");
     }
 
     #[test]

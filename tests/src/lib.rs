@@ -16,6 +16,7 @@ use std::{
 
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
 
+pub mod browser;
 pub mod fakes;
 pub mod four_step_model;
 use uuid::Uuid;

@@ -12,6 +12,7 @@
 //! - `client` — who the client is (trusted proxies), per-client caps.
 //! - `body_rate` — the minimum request body rate (408 below).
 //! - `throttle` — wrong tokens per client: 429 past the limit.
+//! - `console` — the review console under `/ui/` (HTML, sessions, live updates).
 //!
 //! What a client can make the server hold is bounded: webhook bodies by
 //! `FAULTLINE_WEBHOOK_MAX_BODY_BYTES` (other routes by
@@ -30,6 +31,7 @@ mod api;
 mod auth;
 mod body_rate;
 mod client;
+pub mod console;
 mod error;
 mod github;
 mod jenkins;
@@ -85,6 +87,8 @@ pub struct AppState {
     /// `FAULTLINE_ALLOWED_REPOSITORIES` / `_JENKINS_JOBS`: API submissions
     /// outside them are refused (403).
     pub allowed: AllowList,
+    /// The console's live updates (one LISTEN per process).
+    pub live: Arc<console::live::Hub>,
 }
 
 /// Reads the server's settings from `env`, connects, binds, prints
@@ -124,6 +128,7 @@ pub async fn serve(
             config.auth_failure_window,
         )),
         config: Arc::new(config),
+        live: console::live::Hub::start(pool.clone()),
         review_claim_ttl: settings.review_claim_ttl,
         allowed: settings.allowed.clone(),
     };
@@ -201,6 +206,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/review/{id}/claim", post(review::claim))
         .route("/api/v1/review/{id}/resolve", post(review::resolve))
         .route("/api/v1/review/{id}/dismiss", post(review::dismiss))
+        .merge(console::routes())
         .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(config.max_body_bytes))

@@ -19,11 +19,13 @@
 //! - [`columns`]: how the enums stored as text (statuses, roles,
 //!   categories) are bound and read back.
 //! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
+//! - [`console`]: `console_sessions`: browsers signed in to the review console.
 //! - [`sessions`]: `worker_sessions`: a worker's liveness, tied to its
 //!   database session (an advisory lock Postgres drops when it dies).
 
 pub mod baselines;
 pub mod columns;
+pub mod console;
 pub mod events;
 pub mod history;
 pub mod ingest;
@@ -63,7 +65,7 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 25] = [
+    let named: [(&str, &'static str); 28] = [
         ("events::GET", &events::GET),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
@@ -77,6 +79,9 @@ pub fn built_statements() -> Vec<Statement> {
         ("review::FOR_RUN", &review::FOR_RUN),
         ("review::GET", &review::GET),
         ("review::CLAIM_NEXT", &review::CLAIM_NEXT),
+        ("review::QUEUE_GROUPS", &review::QUEUE_GROUPS),
+        ("review::QUEUE_MEMBERS", &review::QUEUE_MEMBERS),
+        ("review::GROUP_PENDING", &review::GROUP_PENDING),
         ("runs::GET", &runs::GET),
         ("runs::CLAIM", &runs::CLAIM),
         ("runs::RECORD_FAILURE", &runs::RECORD_FAILURE),

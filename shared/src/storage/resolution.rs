@@ -148,7 +148,19 @@ pub async fn resolve(
     decision: &Decision,
 ) -> Result<Resolved, ReviewError> {
     let mut tx = pool.begin().await?;
-    let target = lock_target(&mut tx, id).await?;
+    let resolved = resolve_in_tx(&mut tx, id, actor, decision).await?;
+    tx.commit().await?;
+    Ok(resolved)
+}
+
+/// [`resolve`] in the caller's transaction.
+async fn resolve_in_tx(
+    tx: &mut PgConnection,
+    id: Uuid,
+    actor: &Actor,
+    decision: &Decision,
+) -> Result<Resolved, ReviewError> {
+    let target = lock_target(&mut *tx, id).await?;
     may_close(id, &target.state, actor)?;
     let (category, root_cause, fix) = decide(decision, target.result.as_ref())?;
     let resolution = json!({
@@ -159,9 +171,9 @@ pub async fn resolve(
             "category": r["category"], "root_cause": r["root_cause"], "fix": r["fix"],
         })),
     });
-    close(&mut tx, id, ReviewStatus::Resolved, &resolution, actor).await?;
+    close(&mut *tx, id, ReviewStatus::Resolved, &resolution, actor).await?;
     review::audit_in_tx(
-        &mut tx,
+        &mut *tx,
         id,
         actor,
         "resolve",
@@ -194,10 +206,9 @@ pub async fn resolve(
         }
         _ => None,
     };
-    let item = review::get(&mut tx, id)
+    let item = review::get(tx, id)
         .await?
         .ok_or(ReviewError::NotFound(id))?;
-    tx.commit().await?;
     Ok(Resolved { item, library_id })
 }
 
@@ -210,12 +221,24 @@ pub async fn dismiss(
     comment: Option<&str>,
 ) -> Result<ReviewRow, ReviewError> {
     let mut tx = pool.begin().await?;
-    let target = lock_target(&mut tx, id).await?;
+    let item = dismiss_in_tx(&mut tx, id, actor, comment).await?;
+    tx.commit().await?;
+    Ok(item)
+}
+
+/// [`dismiss`] in the caller's transaction.
+async fn dismiss_in_tx(
+    tx: &mut PgConnection,
+    id: Uuid,
+    actor: &Actor,
+    comment: Option<&str>,
+) -> Result<ReviewRow, ReviewError> {
+    let target = lock_target(&mut *tx, id).await?;
     may_close(id, &target.state, actor)?;
     let resolution = json!({"action": "dismiss", "comment": comment, "resolved_by": actor.name});
-    close(&mut tx, id, ReviewStatus::Dismissed, &resolution, actor).await?;
+    close(&mut *tx, id, ReviewStatus::Dismissed, &resolution, actor).await?;
     review::audit_in_tx(
-        &mut tx,
+        &mut *tx,
         id,
         actor,
         "dismiss",
@@ -224,11 +247,102 @@ pub async fn dismiss(
         comment,
     )
     .await?;
-    let item = review::get(&mut tx, id)
-        .await?
-        .ok_or(ReviewError::NotFound(id))?;
+    review::get(tx, id).await?.ok_or(ReviewError::NotFound(id))
+}
+
+/// A decision for a whole failure group.
+#[derive(Debug, Clone)]
+pub enum GroupDecision {
+    Resolve(Decision),
+    Dismiss(Option<String>),
+}
+
+/// What a group decision did: the members closed, and those left alone
+/// with why (held by another reviewer, closed meanwhile, …).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct GroupOutcome {
+    pub closed: Vec<Uuid>,
+    pub skipped: Vec<(Uuid, String)>,
+}
+
+/// Applies one decision to every pending member of the item's fingerprint
+/// group, in one transaction: each member is claimed for `actor` (unless
+/// it already is) and closed with its own resolution and audit rows, by
+/// the same rules as [`resolve`] and [`dismiss`]. Members another reviewer
+/// holds are skipped and reported. An item without a fingerprint is a
+/// group of one. The item itself must be closable by `actor` (claimed by
+/// them, or they are an admin), else nothing changes.
+pub async fn decide_group(
+    pool: &PgPool,
+    id: Uuid,
+    actor: &Actor,
+    ttl: std::time::Duration,
+    decision: &GroupDecision,
+) -> Result<GroupOutcome, ReviewError> {
+    let mut tx = pool.begin().await?;
+    let lead = lock_target(&mut tx, id).await?;
+    may_close(id, &lead.state, actor)?;
+    let members: Vec<Uuid> = match lead.fingerprint.as_deref().filter(|f| !f.is_empty()) {
+        Some(fp) => {
+            sqlx::query_scalar(
+                "SELECT i.id FROM review_items i JOIN analysis_runs r ON r.id = i.run_id
+             WHERE r.fingerprint = $1 AND i.status IN ('open', 'claimed') AND i.id <> $2
+             ORDER BY i.created_at, i.id",
+            )
+            .bind(fp)
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?
+        }
+        None => Vec::new(),
+    };
+    let mut outcome = GroupOutcome::default();
+    close_member(&mut tx, id, actor, decision).await?;
+    outcome.closed.push(id);
+    for member in members {
+        // A savepoint per member: one refused member leaves the others.
+        let mut sp = sqlx::Connection::begin(&mut *tx).await?;
+        let done = async {
+            let state = review::lock_state(&mut sp, member)
+                .await?
+                .ok_or(ReviewError::NotFound(member))?;
+            let ours = state.status == ReviewStatus::Claimed
+                && !state.expired
+                && state.claimed_by.as_deref() == Some(&actor.name);
+            if !ours && !actor.admin {
+                review::claim_in_tx(&mut sp, member, actor, ttl).await?;
+            }
+            close_member(&mut sp, member, actor, decision).await
+        }
+        .await;
+        match done {
+            Ok(()) => {
+                sp.commit().await?;
+                outcome.closed.push(member);
+            }
+            Err(ReviewError::Database(e)) => return Err(ReviewError::Database(e)),
+            Err(why) => {
+                sp.rollback().await?;
+                outcome.skipped.push((member, why.to_string()));
+            }
+        }
+    }
     tx.commit().await?;
-    Ok(item)
+    Ok(outcome)
+}
+
+async fn close_member(
+    conn: &mut PgConnection,
+    id: Uuid,
+    actor: &Actor,
+    decision: &GroupDecision,
+) -> Result<(), ReviewError> {
+    match decision {
+        GroupDecision::Resolve(d) => resolve_in_tx(conn, id, actor, d).await.map(drop),
+        GroupDecision::Dismiss(comment) => dismiss_in_tx(conn, id, actor, comment.as_deref())
+            .await
+            .map(drop),
+    }
 }
 
 /// claimed -> resolved | dismissed: the item's own columns.

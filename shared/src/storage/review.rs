@@ -107,6 +107,9 @@ pub struct ReviewRow {
     pub job_name: Option<String>,
     pub build_number: Option<String>,
     pub log_name: Option<String>,
+    pub repository: Option<String>,
+    /// The run's failure fingerprint: items sharing one are one group.
+    pub fingerprint: Option<String>,
     pub root_cause: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -117,16 +120,23 @@ const EFFECTIVE_STATUS: &str = "CASE WHEN i.status = 'claimed' AND i.claim_expir
 
 /// A review item joined with its run and event (what [`ReviewRow`] reads).
 fn review_select() -> String {
+    format!("SELECT {} {REVIEW_FROM}", review_columns())
+}
+
+/// [`ReviewRow`]'s columns.
+fn review_columns() -> String {
     format!(
-        "SELECT i.id, i.run_id, i.reason, i.category, i.confidence, {EFFECTIVE_STATUS} AS status,
+        "i.id, i.run_id, i.reason, i.category, i.confidence, {EFFECTIVE_STATUS} AS status,
             i.claimed_by, i.claim_expires_at, i.resolution, i.closed_by,
-            r.status AS run_status, e.job_name, e.build_number, e.log_name,
-            r.result ->> 'root_cause' AS root_cause, i.created_at
-        FROM review_items i
-        JOIN analysis_runs r ON r.id = i.run_id
-        JOIN failure_events e ON e.id = r.event_id"
+            r.status AS run_status, e.job_name, e.build_number, e.log_name, e.repository,
+            r.fingerprint, r.result ->> 'root_cause' AS root_cause, i.created_at"
     )
 }
+
+/// The tables [`ReviewRow`] reads.
+const REVIEW_FROM: &str = "FROM review_items i
+        JOIN analysis_runs r ON r.id = i.run_id
+        JOIN failure_events e ON e.id = r.event_id";
 
 /// Statuses a reviewer can filter on.
 pub const STATUSES: [&str; 4] = ["open", "claimed", "resolved", "dismissed"];
@@ -142,14 +152,23 @@ pub struct Filter {
     pub older_than: Option<Duration>,
     /// Only items created at most this long ago.
     pub newer_than: Option<Duration>,
+    /// Only items of this CI job.
+    pub job: Option<String>,
+    /// Only items of this repository.
+    pub repository: Option<String>,
 }
 
-/// The filter predicates on `review_items i`, parameters `$1..=$5`.
+/// The filter predicates on `review_items i`, parameters `$1..=$5`, `$8`
+/// (job) and `$9` (repository).
 const FILTER_WHERE: &str = "($1::text IS NULL OR i.category = $1)
     AND ($2::real IS NULL OR i.confidence >= $2)
     AND ($3::real IS NULL OR i.confidence <= $3)
     AND ($4::float8 IS NULL OR i.created_at <= now() - make_interval(secs => $4))
-    AND ($5::float8 IS NULL OR i.created_at >= now() - make_interval(secs => $5))";
+    AND ($5::float8 IS NULL OR i.created_at >= now() - make_interval(secs => $5))
+    AND (($8::text IS NULL AND $9::text IS NULL) OR EXISTS (
+        SELECT 1 FROM analysis_runs fr JOIN failure_events fe ON fe.id = fr.event_id
+        WHERE fr.id = i.run_id AND ($8::text IS NULL OR fe.job_name = $8)
+          AND ($9::text IS NULL OR fe.repository = $9)))";
 
 /// [`list`]'s statement.
 pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
@@ -162,11 +181,7 @@ pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
 
 /// Lists items matching `filter`, oldest first.
 pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
-    let statuses = if filter.statuses.is_empty() {
-        vec!["open".to_string(), "claimed".to_string()]
-    } else {
-        filter.statuses.clone()
-    };
+    let statuses = filter.statuses_or_pending();
     sqlx::query_as(LIST.as_str())
         .bind(&filter.category)
         .bind(filter.min_confidence)
@@ -175,8 +190,184 @@ pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Ve
         .bind(filter.newer_than.map(|d| d.as_secs_f64()))
         .bind(statuses)
         .bind(limit)
+        .bind(&filter.job)
+        .bind(&filter.repository)
         .fetch_all(pool)
         .await
+}
+
+/// A failure group of the queue: the items (matching a filter) whose runs
+/// share a fingerprint; an item without one is a group of its own.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct QueueGroup {
+    /// The fingerprint, or `item:<id>` for an item without one.
+    pub key: String,
+    pub fingerprint: Option<String>,
+    pub count: i64,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// Distinct jobs of the members.
+    pub jobs: Vec<String>,
+    /// The oldest member: the one a reviewer decides on for the group.
+    pub lead: Uuid,
+}
+
+/// A page of [`QueueGroup`]s and the members shown with them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QueuePage {
+    pub groups: Vec<QueueGroup>,
+    /// Groups matching the filter, on every page.
+    pub total_groups: i64,
+    /// Items matching the filter.
+    pub total_items: i64,
+    /// The first [`MEMBERS_SHOWN`] members of each group of the page, oldest first.
+    pub members: Vec<ReviewRow>,
+}
+
+/// Members listed under a group (the count says how many there are).
+pub const MEMBERS_SHOWN: i64 = 20;
+
+/// The group key of an item: its run's fingerprint, or its own id.
+const GROUP_KEY: &str = "coalesce(nullif(r.fingerprint, ''), 'item:' || i.id::text)";
+
+/// [`queue_groups`]'s statement: one row per group, oldest group first.
+pub(crate) static QUEUE_GROUPS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH m AS (
+             SELECT i.id, i.created_at, {GROUP_KEY} AS key, nullif(r.fingerprint, '') AS fingerprint,
+                    e.job_name
+             {REVIEW_FROM}
+             WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6))
+         SELECT key, min(fingerprint) AS fingerprint, count(*) AS count,
+                min(created_at) AS first_seen, max(created_at) AS last_seen,
+                array_remove(array_agg(DISTINCT job_name), NULL) AS jobs,
+                (array_agg(id ORDER BY created_at, id))[1] AS lead,
+                count(*) OVER () AS total_groups, sum(count(*)) OVER ()::int8 AS total_items
+         FROM m GROUP BY key
+         ORDER BY min(created_at), key LIMIT $7 OFFSET $10"
+    )
+});
+
+/// [`queue_groups`]' members statement.
+pub(crate) static QUEUE_MEMBERS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT * FROM (
+             SELECT {}, row_number() OVER (PARTITION BY {GROUP_KEY} ORDER BY i.created_at, i.id) AS n
+             {REVIEW_FROM}
+             WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6) AND {GROUP_KEY} = ANY($7)) q
+         WHERE n <= $10
+         ORDER BY created_at, id",
+        review_columns()
+    )
+});
+
+/// A page of the queue grouped by failure fingerprint: `limit` groups
+/// from `offset`, oldest first, with the first members of each.
+pub async fn queue_groups(
+    pool: &PgPool,
+    filter: &Filter,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<QueuePage> {
+    let statuses = filter.statuses_or_pending();
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        group: QueueGroup,
+        total_groups: i64,
+        total_items: i64,
+    }
+    let rows: Vec<Row> = sqlx::query_as(QUEUE_GROUPS.as_str())
+        .bind(&filter.category)
+        .bind(filter.min_confidence)
+        .bind(filter.max_confidence)
+        .bind(filter.older_than.map(|d| d.as_secs_f64()))
+        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+        .bind(&statuses)
+        .bind(limit)
+        .bind(&filter.job)
+        .bind(&filter.repository)
+        .bind(offset)
+        .fetch_all(pool)
+        .await?;
+    let (total_groups, total_items) = rows
+        .first()
+        .map_or((0, 0), |r| (r.total_groups, r.total_items));
+    let groups: Vec<QueueGroup> = rows.into_iter().map(|r| r.group).collect();
+    let keys: Vec<&str> = groups.iter().map(|g| g.key.as_str()).collect();
+    let members = if keys.is_empty() {
+        Vec::new()
+    } else {
+        sqlx::query_as(QUEUE_MEMBERS.as_str())
+            .bind(&filter.category)
+            .bind(filter.min_confidence)
+            .bind(filter.max_confidence)
+            .bind(filter.older_than.map(|d| d.as_secs_f64()))
+            .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+            .bind(&statuses)
+            .bind(&keys)
+            .bind(&filter.job)
+            .bind(&filter.repository)
+            .bind(MEMBERS_SHOWN)
+            .fetch_all(pool)
+            .await?
+    };
+    Ok(QueuePage {
+        groups,
+        total_groups,
+        total_items,
+        members,
+    })
+}
+
+/// [`group_members`]' statement: the pending items of a fingerprint.
+pub(crate) static GROUP_PENDING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} WHERE r.fingerprint = $1 AND {EFFECTIVE_STATUS} IN ('open', 'claimed')
+         ORDER BY i.created_at, i.id",
+        review_select()
+    )
+});
+
+/// The open and claimed items whose runs have `fingerprint`, oldest first.
+pub async fn group_members(pool: &PgPool, fingerprint: &str) -> sqlx::Result<Vec<ReviewRow>> {
+    sqlx::query_as(GROUP_PENDING.as_str())
+        .bind(fingerprint)
+        .fetch_all(pool)
+        .await
+}
+
+/// The pending items just before and after `item` in queue order (oldest
+/// first): where a reviewer's previous / next keys go.
+pub async fn neighbours(
+    pool: &PgPool,
+    item: &ReviewRow,
+) -> sqlx::Result<(Option<Uuid>, Option<Uuid>)> {
+    sqlx::query_as(
+        "SELECT
+            (SELECT id FROM review_items WHERE status IN ('open', 'claimed')
+               AND (created_at, id) < ($1, $2) ORDER BY created_at DESC, id DESC LIMIT 1),
+            (SELECT id FROM review_items WHERE status IN ('open', 'claimed')
+               AND (created_at, id) > ($1, $2) ORDER BY created_at, id LIMIT 1)",
+    )
+    .bind(item.created_at)
+    .bind(item.id)
+    .fetch_one(pool)
+    .await
+}
+
+/// The oldest pending item `reviewer` may take: open, theirs, or a claim
+/// that expired (what opens after a decision).
+pub async fn next_for(pool: &PgPool, reviewer: &str) -> sqlx::Result<Option<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT id FROM review_items
+         WHERE status = 'open'
+            OR (status = 'claimed' AND (claimed_by = $1 OR claim_expires_at < now()))
+         ORDER BY created_at, id LIMIT 1",
+    )
+    .bind(reviewer)
+    .fetch_optional(pool)
+    .await
 }
 
 /// Lists open and claimed items, oldest first.
@@ -221,6 +412,8 @@ pub struct Actor {
 pub enum Via {
     Api,
     Cli,
+    /// The review console in a browser.
+    Console,
 }
 
 impl Via {
@@ -228,6 +421,7 @@ impl Via {
         match self {
             Via::Api => "api",
             Via::Cli => "cli",
+            Via::Console => "console",
         }
     }
 }
@@ -367,6 +561,8 @@ pub async fn claim_next(
         .bind(filter.newer_than.map(|d| d.as_secs_f64()))
         .bind(&actor.name)
         .bind(ttl.as_secs_f64())
+        .bind(&filter.job)
+        .bind(&filter.repository)
         .fetch_optional(&mut *tx)
         .await?;
     let Some((id, before_status, before_by, before_until, until)) = claimed else {
@@ -402,7 +598,19 @@ pub async fn claim(
     ttl: Duration,
 ) -> Result<ReviewRow, ReviewError> {
     let mut tx = pool.begin().await?;
-    let state = lock_state(&mut tx, id)
+    let row = claim_in_tx(&mut tx, id, actor, ttl).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// [`claim`] in the caller's transaction.
+pub(crate) async fn claim_in_tx(
+    tx: &mut PgConnection,
+    id: Uuid,
+    actor: &Actor,
+    ttl: Duration,
+) -> Result<ReviewRow, ReviewError> {
+    let state = lock_state(&mut *tx, id)
         .await?
         .ok_or(ReviewError::NotFound(id))?;
     match state.status {
@@ -432,7 +640,7 @@ pub async fn claim(
     .fetch_one(&mut *tx)
     .await?;
     audit_in_tx(
-        &mut tx,
+        &mut *tx,
         id,
         actor,
         "claim",
@@ -441,9 +649,7 @@ pub async fn claim(
         None,
     )
     .await?;
-    let row = get(&mut tx, id).await?.ok_or(ReviewError::NotFound(id))?;
-    tx.commit().await?;
-    Ok(row)
+    get(tx, id).await?.ok_or(ReviewError::NotFound(id))
 }
 
 /// One audit entry.
@@ -471,6 +677,15 @@ pub async fn audit(pool: &PgPool, id: Uuid) -> sqlx::Result<Vec<AuditRow>> {
 }
 
 impl Filter {
+    /// The statuses to match: the given ones, or open and claimed.
+    fn statuses_or_pending(&self) -> Vec<String> {
+        if self.statuses.is_empty() {
+            vec!["open".to_string(), "claimed".to_string()]
+        } else {
+            self.statuses.clone()
+        }
+    }
+
     /// Builds a filter from user input (CLI flags or query parameters),
     /// naming the offending field on error. `statuses` is comma-separated.
     pub fn parse(

@@ -1,0 +1,510 @@
+//! The review console in a real headless Chromium (issue 17): sign-in, the
+//! queue grouped by fingerprint, an item with its evidence highlighted,
+//! decisions with the keyboard only, group decisions, CSRF and bad input
+//! refused without a change, live updates across two browsers. Items come
+//! from real analyses of a bundled sample log by a real worker. Screenshots
+//! land in `target/console-screenshots/`.
+
+use std::time::Duration;
+
+use fantoccini::key::Key;
+use faultline_tests::{Serve, TestDb, browser::Browser, wait_terminal};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A served database whose queue holds `n` items of one failure group:
+/// `n` analyses of the same ambiguous log (different builds) that the
+/// worker sent to review.
+struct Console {
+    db: TestDb,
+    serve: Serve,
+    /// Review item ids, oldest first.
+    items: Vec<Uuid>,
+}
+
+async fn console(n: usize, serve_env: &[(&str, &str)]) -> Console {
+    let db = TestDb::new().await;
+    let log = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../samples/ambiguous.log"
+    ))
+    .unwrap();
+    let path = db.write("ambiguous.log", &log);
+    let worker = db.worker("w1", &[]);
+    let mut runs = Vec::new();
+    for i in 0..n {
+        let key = format!("nightly#{i}");
+        let run: Uuid = db
+            .cli_ok(
+                &["enqueue", path.to_str().unwrap(), "--dedup-key", &key],
+                &[],
+            )
+            .parse()
+            .unwrap();
+        runs.push(run);
+    }
+    for run in &runs {
+        assert_eq!(
+            wait_terminal(&db.pool, *run, Duration::from_secs(60)).await,
+            "needs_review"
+        );
+    }
+    drop(worker);
+    let items: Vec<Uuid> =
+        sqlx::query_scalar("SELECT id FROM review_items ORDER BY created_at, id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(items.len(), n);
+    let serve = db.serve(serve_env).await;
+    Console { db, serve, items }
+}
+
+async fn item_state(db: &TestDb, id: Uuid) -> (String, Option<String>, Option<Value>) {
+    sqlx::query_as("SELECT status, claimed_by, resolution FROM review_items WHERE id = $1")
+        .bind(id)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn audit_actions(db: &TestDb, id: Uuid) -> Vec<(String, String, String)> {
+    sqlx::query_as("SELECT actor, via, action FROM review_audit WHERE item_id = $1 ORDER BY id")
+        .bind(id)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_reviewer_signs_in_sees_the_item_and_its_cited_evidence_highlighted() {
+    let c = console(1, &[]).await;
+    let token = c.db.token("reviewer", "alice");
+    let b = Browser::start(&c.serve.base).await;
+
+    // Any console page asks for a sign-in first, and comes back after it.
+    b.goto(&format!("/ui/review/{}", c.items[0])).await;
+    assert!(b.path().await.starts_with("/ui/login?next="));
+    b.sign_in(&token).await;
+    assert_eq!(b.path().await, format!("/ui/review/{}", c.items[0]));
+
+    b.goto("/ui/review").await;
+    let row = b.find("#queue tr.group-row").await;
+    assert_eq!(
+        row.attr("data-id").await.unwrap().as_deref(),
+        Some(c.items[0].to_string().as_str())
+    );
+    let text = row.text().await.unwrap();
+    assert!(text.contains("low confidence"), "{text}");
+    assert!(
+        b.text("#queue-count")
+            .await
+            .starts_with("1 items in 1 groups")
+    );
+    b.screenshot("queue").await;
+
+    // The first row is selected on load: Enter opens it.
+    b.press(&String::from(char::from(Key::Enter))).await;
+    b.wait_for_path("the item", |p| {
+        p.starts_with("/ui/review/0") || p.contains(&c.items[0].to_string())
+    })
+    .await;
+    let cited = b.find_all(".log .line.cited .text").await;
+    assert!(!cited.is_empty(), "no evidence line highlighted");
+    let result: Value = sqlx::query_scalar(
+        "SELECT r.result FROM analysis_runs r JOIN review_items i ON i.run_id = r.id WHERE i.id = $1",
+    )
+    .bind(c.items[0])
+    .fetch_one(&c.db.pool)
+    .await
+    .unwrap();
+    let quotes: Vec<String> = result["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["quote"].as_str().unwrap().to_string())
+        .collect();
+    for line in &cited {
+        let line = line.text().await.unwrap();
+        assert!(
+            quotes
+                .iter()
+                .any(|q| q.contains(line.trim()) || line.contains(q.trim())),
+            "highlighted {line:?} is not cited in {quotes:?}"
+        );
+    }
+    // Line numbers are the log's own.
+    let n: u64 = b
+        .find(".log .line.cited")
+        .await
+        .attr("data-n")
+        .await
+        .unwrap()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(n >= 1);
+    assert!(b.text("#root-cause").await.len() > 3);
+    assert!(b.find_all("#trace ol.steps > li").await.len() >= 2);
+    b.screenshot("item").await;
+}
+
+#[tokio::test]
+async fn claim_and_correct_with_the_keyboard_only_then_the_audit_shows_the_diff() {
+    let c = console(1, &[]).await;
+    let id = c.items[0];
+    let token = c.db.token("reviewer", "alice");
+    let b = Browser::start(&c.serve.base).await;
+    b.sign_in(&token).await;
+
+    // Queue: the first row is selected; Enter opens it, c claims it.
+    b.find("#queue tr.group-row.selected").await;
+    b.press(&String::from(char::from(Key::Enter))).await;
+    b.wait_for_path("the item", |p| p.contains(&id.to_string()))
+        .await;
+    b.find("#claim-form").await;
+    b.press("c").await;
+    b.wait_for_path("the claim", |p| p.contains("done=claimed"))
+        .await;
+    let (status, by, _) = item_state(&c.db, id).await;
+    assert_eq!((status.as_str(), by.as_deref()), ("claimed", Some("alice")));
+
+    // e: the correction form's first field; type a category, Tab to the
+    // root cause and the fix, replace them, Ctrl+Enter saves.
+    b.find("#correct-form").await;
+    b.press("e").await;
+    b.wait_for_js(
+        "the category field has the focus",
+        "return document.activeElement && document.activeElement.id === 'category';",
+        Duration::from_secs(5),
+    )
+    .await;
+    b.press("INFRA").await;
+    b.press(&String::from(char::from(Key::Tab))).await;
+    b.chord(Key::Control, 'a').await;
+    b.press("The runner ran out of disk space while linking")
+        .await;
+    b.press(&String::from(char::from(Key::Tab))).await;
+    b.chord(Key::Control, 'a').await;
+    b.press("Free disk space on the runner").await;
+    b.chord(Key::Control, char::from(Key::Enter)).await;
+    b.wait_for_path("the queue after the decision", |p| {
+        p.starts_with("/ui/review?done=")
+    })
+    .await;
+
+    let (status, _, resolution) = item_state(&c.db, id).await;
+    assert_eq!(status, "resolved");
+    let resolution = resolution.unwrap();
+    assert_eq!(resolution["action"], "correct");
+    assert_eq!(resolution["category"], "INFRA_ERROR");
+    assert_eq!(
+        resolution["root_cause"],
+        "The runner ran out of disk space while linking"
+    );
+    assert_eq!(resolution["fix"], "Free disk space on the runner");
+    let audit = audit_actions(&c.db, id).await;
+    assert_eq!(
+        audit,
+        [
+            ("alice".into(), "console".into(), "claim".into()),
+            ("alice".into(), "console".into(), "resolve".into())
+        ]
+    );
+    // It left the queue.
+    assert!(b.find_all("#queue tr.row").await.is_empty());
+    assert!(b.source().await.contains("Nothing waits for review"));
+
+    // The audit: the agent's answer against the correction, word by word.
+    b.goto(&format!("/ui/review/{id}/audit")).await;
+    let inserted = b.text("table.diff td.after ins").await;
+    assert!(!inserted.trim().is_empty());
+    let after = b.text("table.diff tr.changed td.after").await;
+    assert!(
+        after.contains("disk") || after.contains("INFRA_ERROR"),
+        "{after}"
+    );
+    assert!(!b.find_all("table.diff td.before del").await.is_empty());
+    b.screenshot("audit").await;
+}
+
+#[tokio::test]
+async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
+    let c = console(3, &[]).await;
+    let fingerprints: Vec<Option<String>> = sqlx::query_scalar(
+        "SELECT r.fingerprint FROM review_items i JOIN analysis_runs r ON r.id = i.run_id",
+    )
+    .fetch_all(&c.db.pool)
+    .await
+    .unwrap();
+    assert!(fingerprints[0].is_some() && fingerprints.iter().all(|f| *f == fingerprints[0]));
+    let token = c.db.token("reviewer", "alice");
+    let b = Browser::start(&c.serve.base).await;
+    b.sign_in(&token).await;
+
+    // One row for the group; g shows its members.
+    assert_eq!(b.find_all("#queue tr.group-row").await.len(), 1);
+    assert!(b.text("#queue button.toggle").await.contains("×3"));
+    let members = b.find_all("#queue tr.member").await;
+    assert_eq!(members.len(), 2);
+    assert!(!members[0].is_displayed().await.unwrap());
+    b.press("g").await;
+    b.wait_for_js(
+        "the group's members are shown",
+        "return [...document.querySelectorAll('#queue tr.member')].every(r => !r.hidden);",
+        Duration::from_secs(5),
+    )
+    .await;
+    b.screenshot("groups").await;
+
+    // Claim the lead, g = the whole group, a = accept.
+    b.goto(&format!("/ui/review/{}", c.items[0])).await;
+    b.find("#claim-form").await;
+    b.press("c").await;
+    b.wait_for_path("the claim", |p| p.contains("done=claimed"))
+        .await;
+    b.find("#accept-form").await;
+    b.press("g").await;
+    b.wait_for_js(
+        "the group scope is ticked",
+        "return document.querySelector('#accept-form input.scope-group').checked;",
+        Duration::from_secs(5),
+    )
+    .await;
+    b.press("a").await;
+    b.wait_for_path("the queue after the decision", |p| {
+        p.starts_with("/ui/review?done=")
+    })
+    .await;
+
+    for id in &c.items {
+        let (status, _, resolution) = item_state(&c.db, *id).await;
+        assert_eq!(status, "resolved", "{id}");
+        assert_eq!(resolution.unwrap()["action"], "accept");
+        let actions: Vec<String> = audit_actions(&c.db, *id)
+            .await
+            .into_iter()
+            .map(|(_, _, a)| a)
+            .collect();
+        assert_eq!(actions, ["claim", "resolve"], "{id}");
+    }
+    let library: i64 = sqlx::query_scalar("SELECT count(*) FROM review_resolutions")
+        .fetch_one(&c.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(library, 3, "each member teaches the error library");
+}
+
+#[tokio::test]
+async fn bad_input_stale_forms_and_other_claims_are_refused_and_change_nothing() {
+    let c = console(2, &[]).await;
+    let (first, second) = (c.items[0], c.items[1]);
+    let token = c.db.token("reviewer", "alice");
+    let b = Browser::start(&c.serve.base).await;
+    b.sign_in(&token).await;
+    b.goto(&format!("/ui/review/{first}")).await;
+    b.find("#claim-form").await;
+    b.press("c").await;
+    b.wait_for_path("the claim", |p| p.contains("done=claimed"))
+        .await;
+    b.find("#correct-form").await;
+
+    let unchanged = |what: &'static str| {
+        let db = &c.db;
+        async move {
+            let (status, by, resolution) = item_state(db, first).await;
+            assert_eq!(
+                (status.as_str(), by.as_deref(), resolution),
+                ("claimed", Some("alice"), None),
+                "{what} changed the item"
+            );
+            let n = audit_actions(db, first).await.len();
+            assert_eq!(n, 1, "{what} wrote an audit row");
+        }
+    };
+    // Submits `form` after `script` changed it; returns the notice shown.
+    let submit = |form: &'static str, script: String| {
+        let b = &b;
+        async move {
+            b.client
+                .execute(
+                    &format!("{script}; document.getElementById('{form}').requestSubmit();"),
+                    vec![],
+                )
+                .await
+                .unwrap();
+            b.wait_for_js(
+                "the page with the refusal",
+                "return document.readyState === 'complete' && !!document.querySelector('.notice.error');",
+                Duration::from_secs(10),
+            )
+            .await;
+            b.text(".notice.error").await
+        }
+    };
+
+    let msg = submit(
+        "accept-form",
+        "document.querySelector('#accept-form input[name=csrf]').value = 'flt_stale'".into(),
+    )
+    .await;
+    assert!(msg.contains("stale"), "{msg}");
+    unchanged("a stale CSRF token").await;
+
+    b.goto(&format!("/ui/review/{first}")).await;
+    let msg = submit(
+        "accept-form",
+        "document.querySelector('#accept-form input[name=csrf]').remove()".into(),
+    )
+    .await;
+    assert!(msg.contains("no security token"), "{msg}");
+    unchanged("a POST without a CSRF token").await;
+
+    b.goto(&format!("/ui/review/{first}")).await;
+    let msg = submit(
+        "correct-form",
+        "document.getElementById('root_cause').value = '   '".into(),
+    )
+    .await;
+    assert!(msg.contains("root_cause: is empty"), "{msg}");
+    unchanged("an empty root cause").await;
+    // The refused correction is shown again for fixing.
+    assert_eq!(
+        b.find("#fix")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .unwrap()
+            .is_empty(),
+        false
+    );
+
+    b.goto(&format!("/ui/review/{first}")).await;
+    let msg = submit(
+        "correct-form",
+        "const s = document.getElementById('category'); s.add(new Option('BOGUS', 'BOGUS')); s.value = 'BOGUS'".into(),
+    )
+    .await;
+    assert!(msg.contains("category:"), "{msg}");
+    assert!(msg.contains("BOGUS"), "{msg}");
+    unchanged("an unknown category").await;
+
+    // Someone else claims the second item while alice looks at it.
+    b.goto(&format!("/ui/review/{second}")).await;
+    b.find("#claim-form").await;
+    c.db.cli_ok(
+        &["review", "claim", &second.to_string(), "--as", "bob"],
+        &[],
+    );
+    let msg = submit("claim-form", String::new()).await;
+    assert!(msg.contains("claimed by bob"), "{msg}");
+    let (_, by, _) = item_state(&c.db, second).await;
+    assert_eq!(by.as_deref(), Some("bob"));
+
+    // An expired session: the form is refused with a sign-in page.
+    b.goto(&format!("/ui/review/{first}")).await;
+    b.find("#accept-form").await;
+    sqlx::query("UPDATE console_sessions SET expires_at = now() - interval '1 second'")
+        .execute(&c.db.pool)
+        .await
+        .unwrap();
+    let msg = submit("accept-form", String::new()).await;
+    assert!(msg.contains("session has expired"), "{msg}");
+    assert!(b.find_all("input[name=token]").await.len() == 1);
+    unchanged("a POST of an expired session").await;
+
+    // A revoked token ends its sessions at once.
+    b.sign_in(&token).await;
+    c.db.cli_ok(&["token", "revoke", "alice"], &[]);
+    b.goto("/ui/review").await;
+    assert!(b.path().await.starts_with("/ui/login"));
+}
+
+#[tokio::test]
+async fn ingest_tokens_cannot_sign_in_and_wrong_tokens_are_rate_limited() {
+    let c = console(1, &[("FAULTLINE_AUTH_MAX_FAILURES", "3")]).await;
+    let ingest = c.db.token("ingest", "jenkins");
+    let b = Browser::start(&c.serve.base).await;
+    let attempt = |token: String| {
+        let b = &b;
+        async move {
+            b.goto("/ui/login").await;
+            let field = b.find("input[name=token]").await;
+            field.send_keys(&token).await.unwrap();
+            field
+                .send_keys(&String::from(char::from(Key::Enter)))
+                .await
+                .unwrap();
+            b.wait_for_js(
+                "the sign-in page's answer",
+                "return document.readyState === 'complete' && !!document.querySelector('.notice.error');",
+                Duration::from_secs(10),
+            )
+            .await;
+            b.text(".notice.error").await
+        }
+    };
+    let msg = attempt(ingest).await;
+    assert!(msg.contains("role ingest"), "{msg}");
+    assert!(b.path().await.starts_with("/ui/login"));
+    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM console_sessions")
+        .fetch_one(&c.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 0);
+
+    for _ in 0..3 {
+        let msg = attempt("flt_wrong".into()).await;
+        assert!(msg.contains("Unknown, revoked or expired"), "{msg}");
+    }
+    let msg = attempt("flt_wrong".into()).await;
+    assert!(msg.contains("Too many wrong tokens"), "{msg}");
+    // Even the right token waits out the limit from this address.
+    let reviewer = c.db.token("reviewer", "alice");
+    let msg = attempt(reviewer).await;
+    assert!(msg.contains("Too many wrong tokens"), "{msg}");
+}
+
+#[tokio::test]
+async fn a_second_browser_sees_a_claim_appear_without_reloading() {
+    let c = console(1, &[]).await;
+    let id = c.items[0];
+    let alice = c.db.token("reviewer", "alice");
+    let bob = c.db.token("reviewer", "bob");
+    let (a, b) = tokio::join!(Browser::start(&c.serve.base), Browser::start(&c.serve.base));
+    a.sign_in(&alice).await;
+    b.sign_in(&bob).await;
+    a.find("#queue tr.group-row").await;
+    // Connected to the live stream, and a marker that a reload would lose.
+    a.wait_for_js(
+        "the live stream is open",
+        "return document.body.dataset.live === 'on';",
+        Duration::from_secs(10),
+    )
+    .await;
+    a.client
+        .execute("window.notReloaded = true; return true;", vec![])
+        .await
+        .unwrap();
+
+    b.goto(&format!("/ui/review/{id}")).await;
+    b.find("#claim-form").await;
+    b.press("c").await;
+    b.wait_for_path("bob's claim", |p| p.contains("done=claimed"))
+        .await;
+
+    a.wait_for_js(
+        "bob's claim shows in alice's queue",
+        "return !!document.querySelector('#queue tr.group-row .claimed') && \
+         document.querySelector('#queue tr.group-row .claimed').textContent === 'bob';",
+        Duration::from_secs(5),
+    )
+    .await;
+    let kept = a
+        .client
+        .execute("return window.notReloaded === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(kept, Value::Bool(true), "the page was reloaded");
+}
