@@ -29,3 +29,8 @@ END
 $$;
 CREATE TRIGGER review_items_changed AFTER INSERT OR UPDATE ON review_items
     FOR EACH STATEMENT EXECUTE FUNCTION faultline_review_changed();
+
+-- Live traces: while a client streams a run's events, the run is watched
+-- and its checkpoints notify `faultline_run_steps` (storage::runs::watch).
+-- Unwatched runs (nearly all) never notify: a NOTIFY serialises commits.
+ALTER TABLE analysis_runs ADD COLUMN watched_until timestamptz;

@@ -27,11 +27,15 @@
 #   5. Redis (REDIS_URL, skipped with SKIP_REDIS=1): uses it if it answers PING;
 #      otherwise, for a local host only, installs redis-server and starts a
 #      throw-away instance (no persistence) on the URL's port.
+#   6. With NEED_BROWSER=1: Debian's chromium and chromium-driver, when
+#      missing (a warning, not an error, if they cannot be installed).
 #
 # Environment:
 #   DATABASE_URL   default postgres://postgres@127.0.0.1:5432/faultline
 #   REDIS_URL      default redis://127.0.0.1:6379
 #   SKIP_REDIS=1   do not check or start Redis
+#   NEED_BROWSER=1 also install Debian's chromium + chromium-driver when missing
+#                  (the review console's browser tests; set by `make test`)
 #   SETUP_WAIT_SECS  how long to wait for a service to come up (default 30)
 #   CI=true        wait for already-configured services before installing
 #
@@ -440,6 +444,25 @@ setup_redis() {
         die "Redis did not answer PING on 127.0.0.1:$REDIS_PORT within ${WAIT_SECS}s"
 }
 
+# ---------------------------------------------------------------- browser --
+
+# The review console's tests drive Debian's Chromium over WebDriver. Only
+# `make test` asks for it (NEED_BROWSER=1). When it cannot be installed,
+# setup says so and goes on: those tests then fail, naming what is missing.
+setup_browser() {
+    if have chromium && have chromedriver; then
+        return 0
+    fi
+    if ! have apt-get; then
+        say "warning: chromium and chromedriver are missing and apt-get is not available; the console's browser tests will fail until they are installed"
+        return 0
+    fi
+    if ( apt_install chromium chromium-driver ); then
+        return 0
+    fi
+    say "warning: could not install chromium + chromium-driver; the console's browser tests will fail until they are installed"
+}
+
 # -------------------------------------------------------------------- main --
 
 [[ $WAIT_SECS =~ ^[0-9]+$ ]] || die "SETUP_WAIT_SECS must be a number of seconds"
@@ -452,5 +475,13 @@ if [[ $SKIP_REDIS == 1 ]]; then
 else
     setup_redis
     summary+=", redis ok ($REDIS_MASKED)"
+fi
+if [[ ${NEED_BROWSER:-0} == 1 ]]; then
+    setup_browser
+    if have chromium && have chromedriver; then
+        summary+=", chromium ok"
+    else
+        summary+=", chromium MISSING"
+    fi
 fi
 printf 'setup: %s\n' "$summary"

@@ -508,3 +508,220 @@ async fn a_second_browser_sees_a_claim_appear_without_reloading() {
         .unwrap();
     assert_eq!(kept, Value::Bool(true), "the page was reloaded");
 }
+
+/// One server-sent event: (event, id, data).
+type SseEvent = (String, String, String);
+
+/// Reads `GET /api/v1/analyses/{run}/events` until `stop` says so or the
+/// stream ends (30 s at most).
+async fn read_events(
+    base: &str,
+    token: &str,
+    run: Uuid,
+    last_event_id: Option<&str>,
+    stop: impl Fn(&[SseEvent]) -> bool,
+) -> Vec<SseEvent> {
+    use futures::StreamExt;
+    let mut req = reqwest::Client::new()
+        .get(format!("{base}/api/v1/analyses/{run}/events"))
+        .bearer_auth(token);
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (mut event, mut id, mut data) = (String::new(), String::new(), String::new());
+    loop {
+        while let Some(end) = buf.find('\n') {
+            let line = buf[..end].trim_end_matches('\r').to_string();
+            buf.drain(..=end);
+            if line.is_empty() {
+                if !data.is_empty() || !event.is_empty() {
+                    events.push((
+                        std::mem::take(&mut event),
+                        std::mem::take(&mut id),
+                        std::mem::take(&mut data),
+                    ));
+                    if stop(&events) {
+                        return events;
+                    }
+                }
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        match tokio::time::timeout_at(deadline, body.next()).await {
+            Ok(Some(chunk)) => buf.push_str(&String::from_utf8_lossy(&chunk.unwrap())),
+            Ok(None) => return events,
+            Err(_) => panic!("no end of the stream within 30s; got {events:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_s_event_stream_sends_each_iteration_once_in_order_live_and_resumes() {
+    use faultline_tests::four_step_model::{FourStepModel, worker_env};
+    let db = TestDb::new().await;
+    let (addr, _model) = FourStepModel::start(Duration::from_millis(700), "sse")
+        .await
+        .unwrap();
+    let env = worker_env(addr);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let token = db.token("reviewer", "watcher");
+    let serve = db.serve(&[]).await;
+    let _worker = db.worker("w1", &env);
+    let path = db.write("oom.log", faultline_tests::oom_log());
+    let run = db.enqueue(&path, &[]);
+
+    // Two iterations, received while the run still goes on: they come from
+    // the commits, not from the end of the run.
+    let first = read_events(&serve.base, &token, run, None, |e| e.len() == 2).await;
+    let (status, _) = faultline_tests::run_state(&db.pool, run).await;
+    assert!(
+        !["completed", "needs_review", "failed"].contains(&status.as_str()),
+        "the first events came only after the run ended ({status})"
+    );
+    let ids: Vec<&str> = first.iter().map(|(_, id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["1", "2"]);
+    for (event, id, data) in &first {
+        assert_eq!(event, "iteration");
+        let step: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(step["iteration"].to_string(), *id);
+    }
+
+    // Reconnect with Last-Event-ID: the rest, once, in order, then the verdict.
+    let rest = read_events(&serve.base, &token, run, Some("2"), |e| {
+        e.last().is_some_and(|(ev, _, _)| ev == "verdict")
+    })
+    .await;
+    let (status, iterations) = faultline_tests::run_state(&db.pool, run).await;
+    assert_eq!(status, "completed");
+    let mut expected: Vec<String> = (3..=iterations).map(|i| i.to_string()).collect();
+    expected.push("verdict".into());
+    let ids: Vec<String> = rest.iter().map(|(_, id, _)| id.clone()).collect();
+    assert_eq!(ids, expected);
+    let verdict: Value = serde_json::from_str(&rest.last().unwrap().2).unwrap();
+    assert_eq!(verdict["status"], "completed");
+    assert_eq!(verdict["result"]["category"], "INFRA_ERROR");
+
+    // After the end: the whole journal and the verdict; after the verdict: nothing.
+    let all = read_events(&serve.base, &token, run, None, |_| false).await;
+    assert_eq!(all.len() as i32, iterations + 1);
+    let none = read_events(&serve.base, &token, run, Some("verdict"), |_| false).await;
+    assert!(none.is_empty(), "{none:?}");
+
+    // Bad input: a malformed Last-Event-ID, an unknown run, no token.
+    let http = reqwest::Client::new();
+    let url = format!("{}/api/v1/analyses/{run}/events", serve.base);
+    let resp = http
+        .get(&url)
+        .bearer_auth(&token)
+        .header("Last-Event-ID", "x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp = http
+        .get(format!(
+            "{}/api/v1/analyses/{}/events",
+            serve.base,
+            Uuid::new_v4()
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    assert_eq!(http.get(&url).send().await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn a_run_s_page_grows_its_trace_live_and_groups_show_their_runs() {
+    use faultline_tests::four_step_model::{FourStepModel, worker_env};
+    let db = TestDb::new().await;
+    let (addr, _model) = FourStepModel::start(Duration::from_millis(700), "page")
+        .await
+        .unwrap();
+    let env = worker_env(addr);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let token = db.token("reviewer", "alice");
+    let serve = db.serve(&[]).await;
+    let b = Browser::start(&serve.base).await;
+    b.sign_in(&token).await;
+    let _worker = db.worker("w1", &env);
+    let path = db.write("oom.log", faultline_tests::oom_log());
+    let run = db.enqueue(&path, &[]);
+
+    b.goto(&format!("/ui/analyses/{run}")).await;
+    b.client
+        .execute("window.notReloaded = true; return true;", vec![])
+        .await
+        .unwrap();
+    b.wait_for_js(
+        "the trace grows to the final answer and the status turns completed",
+        "return !!document.querySelector('#trace ol.steps > li:last-child strong') && \
+         document.querySelector('#trace ol.steps > li:last-child strong').textContent === 'final_answer' && \
+         document.querySelector('#run-state').textContent === 'completed';",
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(
+        b.client
+            .execute("return window.notReloaded === true;", vec![])
+            .await
+            .unwrap(),
+        Value::Bool(true),
+        "the page was reloaded"
+    );
+    let (_, iterations) = faultline_tests::run_state(&db.pool, run).await;
+    let shown: Vec<String> = b
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#trace ol.steps > li')].map(li => li.dataset.iteration);",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = (1..=iterations).map(|i| i.to_string()).collect();
+    assert_eq!(shown, expected, "each iteration once, in order");
+    b.screenshot("analysis").await;
+
+    // The analyses list and the failure groups show the run.
+    b.goto("/ui/analyses").await;
+    let row = b.find("#analyses tr.row").await;
+    assert_eq!(
+        row.attr("data-id").await.unwrap().as_deref(),
+        Some(run.to_string().as_str())
+    );
+    b.goto("/ui/groups").await;
+    let row = b.text("#groups tr.row").await;
+    assert!(row.contains("INFRA_ERROR"), "{row}");
+    let label = b
+        .find("#groups svg.spark")
+        .await
+        .attr("aria-label")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(label, "1 runs in the last 14 days");
+    assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 1);
+}

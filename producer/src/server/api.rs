@@ -4,7 +4,10 @@
 
 use axum::{
     Json,
-    extract::{Path, State, rejection::JsonRejection, rejection::PathRejection},
+    extract::{
+        Path, Query, State,
+        rejection::{JsonRejection, PathRejection, QueryRejection},
+    },
     http::{HeaderMap, Uri},
     response::Response,
 };
@@ -243,6 +246,36 @@ pub async fn trace(
         "steps": journal,
         "failed_attempts": attempts,
     })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct EventsQuery {
+    /// Where to resume when the client cannot send `Last-Event-ID`.
+    last_event_id: Option<String>,
+}
+
+/// `GET /api/v1/analyses/{id}/events`: server-sent events, one `iteration`
+/// per committed iteration (id: its number; data: the journal row as JSON)
+/// and one `verdict` (id `verdict`) when the run is terminal; resumable
+/// with `Last-Event-ID` (or `?last_event_id=`). Fed by the commits'
+/// notifications (LISTEN/NOTIFY), not by polling.
+pub async fn events(
+    _: Reader,
+    State(state): State<AppState>,
+    id: Result<Path<Uuid>, PathRejection>,
+    headers: axum::http::HeaderMap,
+    query: Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<axum::response::Response, AppError> {
+    let Path(id) = id?;
+    let Query(q) = query?;
+    let resume = super::console::live::last_event_id(&headers, q.last_event_id.as_deref())
+        .map_err(|e| AppError::bad_request("invalid header", e))?;
+    find_run(&state, id).await?;
+    let sse = super::console::live::run_events(&state, id, resume, |s| {
+        serde_json::to_string(s).unwrap_or_default()
+    })
+    .await?;
+    Ok(axum::response::IntoResponse::into_response(sse))
 }
 
 async fn find_run(state: &AppState, id: Uuid) -> Result<runs::RunRow, AppError> {

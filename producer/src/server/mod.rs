@@ -200,6 +200,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/analyses", post(api::create))
         .route("/api/v1/analyses/{id}", get(api::get))
         .route("/api/v1/analyses/{id}/trace", get(api::trace))
+        .route("/api/v1/analyses/{id}/events", get(api::events))
         .route("/api/v1/review", get(review::list))
         .route("/api/v1/review/claim", post(review::claim_next))
         .route("/api/v1/review/{id}", get(review::show))

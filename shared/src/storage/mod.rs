@@ -65,7 +65,7 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 28] = [
+    let named: [(&str, &'static str); 29] = [
         ("events::GET", &events::GET),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
@@ -91,6 +91,7 @@ pub fn built_statements() -> Vec<Statement> {
         ("similar::BY_TRIGRAM", &similar::BY_TRIGRAM),
         ("similar::BY_FULLTEXT", &similar::BY_FULLTEXT),
         ("steps::LIST", &steps::LIST),
+        ("steps::LIST_AFTER", &steps::LIST_AFTER),
         ("tokens::CREATE", &tokens::CREATE),
         ("tokens::FIND_ACTIVE", &tokens::FIND_ACTIVE),
         ("tokens::LIST", &tokens::LIST),

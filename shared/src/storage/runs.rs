@@ -39,6 +39,27 @@ use crate::{
 /// Channel notified (payload: run id) when a run reaches a terminal state.
 pub const FINISHED_CHANNEL: &str = "faultline_run_finished";
 
+/// Channel notified (payload: `"<run id> <iteration>"`) when a watched run
+/// commits an iteration (see [`watch`]).
+pub const STEPS_CHANNEL: &str = "faultline_run_steps";
+
+/// Marks a run watched for `ttl`: until then its checkpoints notify
+/// [`STEPS_CHANNEL`]. A stream's server calls this again before `ttl`
+/// runs out; a crashed one stops the notifications within `ttl`. Returns
+/// false when there is no such run.
+pub async fn watch(pool: &PgPool, run_id: Uuid, ttl: std::time::Duration) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE analysis_runs
+         SET watched_until = greatest(watched_until, now() + make_interval(secs => $2))
+         WHERE id = $1",
+    )
+    .bind(run_id)
+    .bind(ttl.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// A run as stored.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
 pub struct RunRow {

@@ -70,6 +70,24 @@ pub async fn list(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Vec<StepRow>> {
         .await
 }
 
+/// [`list_after`]'s statement.
+pub(crate) static LIST_AFTER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {STEP_COLUMNS} FROM run_steps WHERE run_id = $1 AND iteration > $2
+         ORDER BY iteration"
+    )
+});
+
+/// The journal rows of a run after iteration `after`, in order (what a
+/// resumed event stream has not sent yet).
+pub async fn list_after(pool: &PgPool, run_id: Uuid, after: i32) -> sqlx::Result<Vec<StepRow>> {
+    sqlx::query_as(LIST_AFTER.as_str())
+        .bind(run_id)
+        .bind(after)
+        .fetch_all(pool)
+        .await
+}
+
 /// Records one failed attempt and the time chosen for the next one.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn insert_attempt_in_tx(

@@ -1,27 +1,52 @@
-//! Live pages: one `LISTEN faultline_review` connection per server process
-//! (the trigger on `review_items` notifies once per changing statement),
-//! fanned out to every open console page as server-sent events. A page
-//! that hears `queue` fetches itself again and swaps the parts that
-//! changed, so a claim by someone else shows at once without a reload.
+//! Live pages and run streams: one LISTEN connection per server process,
+//! fanned out to every open stream:
+//!
+//! - `faultline_review` (a trigger on `review_items`, once per changing
+//!   statement): a console page that hears `queue` fetches itself again and
+//!   swaps the parts that changed, so a claim by someone else shows at once.
+//! - `faultline_run_steps` (`"<run> <iteration>"`, sent by the checkpoint of
+//!   a watched run) and `faultline_run_finished` (`"<run>"`): a run's event
+//!   stream ([`run_events`]) sends each committed iteration once, in order,
+//!   then the verdict; resumable with `Last-Event-ID`.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use axum::{
     extract::State,
+    http::HeaderMap,
     response::sse::{Event, KeepAlive, Sse},
 };
+use faultline_shared::storage::{
+    runs::{self, FINISHED_CHANNEL, STEPS_CHANNEL},
+    steps::{self, StepRow},
+};
 use futures::Stream;
+use serde_json::json;
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::broadcast;
+use uuid::Uuid;
 
 use super::{super::AppState, Signed};
 
 /// The channel the `review_items` trigger notifies on.
 pub const REVIEW_CHANNEL: &str = "faultline_review";
 
-/// Fans the database's notifications out to the open pages.
+/// What the database announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The review queue changed.
+    Review,
+    /// A watched run committed an iteration.
+    Step(Uuid),
+    /// A run reached a terminal state.
+    Finished(Uuid),
+    /// The listener was lost and is back: anything may have changed.
+    Resync,
+}
+
+/// Fans the database's notifications out to the open streams.
 pub struct Hub {
-    tx: broadcast::Sender<()>,
+    tx: broadcast::Sender<Change>,
 }
 
 impl Hub {
@@ -29,14 +54,14 @@ impl Hub {
     /// connection, with a refresh for every page then, since notifications
     /// sent meanwhile are lost).
     pub fn start(pool: PgPool) -> Arc<Hub> {
-        let (tx, _) = broadcast::channel(64);
+        let (tx, _) = broadcast::channel(1024);
         let hub = Arc::new(Hub { tx: tx.clone() });
         tokio::spawn(async move {
             loop {
                 if let Err(e) = listen(&pool, &tx).await {
                     tracing::warn!(error = %e, "console live updates: listener lost; retrying in 1s");
                 }
-                let _ = tx.send(());
+                let _ = tx.send(Change::Resync);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
@@ -44,20 +69,30 @@ impl Hub {
     }
 }
 
-async fn listen(pool: &PgPool, tx: &broadcast::Sender<()>) -> sqlx::Result<()> {
+async fn listen(pool: &PgPool, tx: &broadcast::Sender<Change>) -> sqlx::Result<()> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(REVIEW_CHANNEL).await?;
+    listener
+        .listen_all([REVIEW_CHANNEL, STEPS_CHANNEL, FINISHED_CHANNEL])
+        .await?;
     loop {
-        match listener.try_recv().await? {
-            Some(_) => {
-                let _ = tx.send(());
-            }
-            // The connection was lost; the next try_recv reconnects. Pages
-            // refresh, as notifications may have been missed.
-            None => {
-                let _ = tx.send(());
-            }
-        }
+        let change = match listener.try_recv().await? {
+            Some(n) => match n.channel() {
+                REVIEW_CHANNEL => Change::Review,
+                STEPS_CHANNEL => match n.payload().split_once(' ').map(|(r, _)| r.parse()) {
+                    Some(Ok(run)) => Change::Step(run),
+                    _ => continue,
+                },
+                FINISHED_CHANNEL => match n.payload().parse() {
+                    Ok(run) => Change::Finished(run),
+                    Err(_) => continue,
+                },
+                _ => continue,
+            },
+            // The connection was lost; the next try_recv reconnects.
+            // Notifications sent meanwhile are lost: every stream resyncs.
+            None => Change::Resync,
+        };
+        let _ = tx.send(change);
     }
 }
 
@@ -70,14 +105,166 @@ pub async fn events(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = state.live.tx.subscribe();
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        match rx.recv().await {
-            Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                while rx.try_recv().is_ok() {}
-                Some((Ok(Event::default().event("queue").data("changed")), rx))
+        loop {
+            match rx.recv().await {
+                Ok(Change::Review | Change::Resync)
+                | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    while rx.try_recv().is_ok() {}
+                    return Some((Ok(Event::default().event("queue").data("changed")), rx));
+                }
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
             }
-            Err(broadcast::error::RecvError::Closed) => None,
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
+/// How long a stream's watch of its run lasts; renewed at half of it.
+const WATCH_TTL: Duration = Duration::from_secs(60);
+
+/// Where a resumed stream starts: after the iteration of `Last-Event-ID`
+/// (an iteration number, or `verdict` when everything was sent).
+pub fn last_event_id(headers: &HeaderMap, query: Option<&str>) -> Result<Resume, String> {
+    let value = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .or(query)
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    match value {
+        None => Ok(Resume::After(0)),
+        Some("verdict") => Ok(Resume::Done),
+        Some(v) => v
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Resume::After)
+            .ok_or_else(|| {
+                format!("Last-Event-ID: {v:?} is not an iteration number or \"verdict\"")
+            }),
+    }
+}
+
+/// Where a run's stream resumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Send iterations after this one (0: from the start).
+    After(i32),
+    /// The verdict was sent: nothing is left.
+    Done,
+}
+
+/// How an iteration is sent: JSON for the API, HTML for the console.
+pub type Render = fn(&StepRow) -> String;
+
+struct RunStream {
+    pool: PgPool,
+    rx: broadcast::Receiver<Change>,
+    run: Uuid,
+    last: i32,
+    /// Read but not yet sent.
+    pending: std::collections::VecDeque<Event>,
+    done: bool,
+    render: Render,
+    renew_at: tokio::time::Instant,
+}
+
+/// The events of one run: `iteration` (id: its number; data: `render` of
+/// the journal row) for each committed iteration after `resume`, once and
+/// in order, then `verdict` (id `verdict`; data: status and result) when
+/// the run is terminal. Fed by the commits' notifications (the run is
+/// watched while the stream is open); the journal is read when one
+/// arrives, never polled.
+pub async fn run_events(
+    state: &AppState,
+    run: Uuid,
+    resume: Resume,
+    render: Render,
+) -> sqlx::Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>> {
+    // Subscribe and watch before reading, so no commit falls in between.
+    let rx = state.live.tx.subscribe();
+    runs::watch(&state.pool, run, WATCH_TTL).await?;
+    let mut s = RunStream {
+        pool: state.pool.clone(),
+        rx,
+        run,
+        last: match resume {
+            Resume::After(n) => n,
+            Resume::Done => i32::MAX,
+        },
+        pending: Default::default(),
+        done: resume == Resume::Done,
+        render,
+        renew_at: tokio::time::Instant::now() + WATCH_TTL / 2,
+    };
+    if !s.done {
+        s.catch_up().await?;
+    }
+    let stream = futures::stream::unfold(s, |mut s| async move {
+        loop {
+            if let Some(e) = s.pending.pop_front() {
+                return Some((Ok(e), s));
+            }
+            if s.done {
+                return None;
+            }
+            let renew = tokio::time::sleep_until(s.renew_at);
+            let change = tokio::select! {
+                c = s.rx.recv() => c,
+                () = renew => {
+                    s.renew_at = tokio::time::Instant::now() + WATCH_TTL / 2;
+                    if runs::watch(&s.pool, s.run, WATCH_TTL).await.is_err() {
+                        return None;
+                    }
+                    continue;
+                }
+            };
+            let read = match change {
+                Ok(Change::Step(r) | Change::Finished(r)) if r == s.run => true,
+                Ok(Change::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Ok(_) => false,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            };
+            if read && s.catch_up().await.is_err() {
+                return None;
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+impl RunStream {
+    /// Queues the iterations committed after `last`, then the verdict if
+    /// the run is terminal.
+    async fn catch_up(&mut self) -> sqlx::Result<()> {
+        // Status first: a run terminal now has all its iterations in the
+        // journal read next.
+        let run = runs::get(&self.pool, self.run).await?;
+        let journal = steps::list_after(&self.pool, self.run, self.last).await?;
+        for step in journal {
+            self.last = step.iteration;
+            self.pending.push_back(
+                Event::default()
+                    .event("iteration")
+                    .id(step.iteration.to_string())
+                    .data((self.render)(&step)),
+            );
+        }
+        match run {
+            Some(r) if r.status.is_terminal() => {
+                self.pending.push_back(
+                    Event::default().event("verdict").id("verdict").data(
+                        json!({"status": r.status, "result": r.result, "iterations": r.iteration})
+                            .to_string(),
+                    ),
+                );
+                self.done = true;
+            }
+            Some(_) => {}
+            None => self.done = true,
+        }
+        Ok(())
+    }
 }

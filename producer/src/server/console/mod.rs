@@ -12,6 +12,9 @@
 //! | `/ui/review` | the queue grouped by failure fingerprint; filters as query parameters |
 //! | `/ui/review/{id}` | an item: answer, excerpt with cited lines, trace, group, similar, history, audit; actions |
 //! | `/ui/review/{id}/audit` | its audit trail, the agent's answer against the correction |
+//! | `/ui/analyses`, `/ui/analyses/{id}` | recent runs; one run's answer and trace, growing live |
+//! | `/ui/analyses/{id}/events` | the run's iterations as server-sent events (HTML), see [`live::run_events`] |
+//! | `/ui/groups` | failure groups: runs per fingerprint, verdict, 14-day sparkline |
 //! | `/ui/live` | server-sent events: the queue changed (LISTEN/NOTIFY, see [`live`]) |
 //! | `/ui/assets/…` | the stylesheet and script, embedded in the binary |
 
@@ -29,13 +32,16 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
 };
-use faultline_shared::storage::{
-    console::{self, ConsoleSession},
-    history,
-    resolution::{self, Decision, GroupDecision},
-    review::{self, Actor, Filter, ReviewError, Via},
-    runs, similar, steps,
-    tokens::{self, Role},
+use faultline_shared::{
+    storage::{
+        console::{self, ConsoleSession},
+        history,
+        resolution::{self, Decision, GroupDecision},
+        review::{self, Actor, Filter, ReviewError, Via},
+        runs, similar, steps,
+        tokens::{self, Role},
+    },
+    types::RunStatus,
 };
 use maud::Markup;
 use serde::Deserialize;
@@ -69,6 +75,10 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/review/{id}/claim", post(claim))
         .route("/ui/review/{id}/decide", post(decide))
         .route("/ui/live", get(live::events))
+        .route("/ui/analyses", get(analyses))
+        .route("/ui/analyses/{id}", get(analysis))
+        .route("/ui/analyses/{id}/events", get(analysis_events))
+        .route("/ui/groups", get(groups))
         .route("/ui/assets/{name}", get(assets::serve))
         .layer(middleware::map_response(secure_headers))
 }
@@ -793,4 +803,110 @@ async fn decide(
         None => Redirect::to("/ui/review?done=empty"),
     }
     .into_response())
+}
+
+#[derive(Deserialize)]
+struct AnalysesQuery {
+    status: Option<String>,
+    page: Option<i64>,
+}
+
+async fn analyses(
+    State(state): State<AppState>,
+    Signed(viewer): Signed,
+    query: Result<Query<AnalysesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, AppError> {
+    let q = query.map(|Query(q)| q).unwrap_or(AnalysesQuery {
+        status: None,
+        page: None,
+    });
+    let status = match nonempty(&q.status).map(str::parse::<RunStatus>) {
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            let notice = Notice::error(format!(
+                "Unknown status {:?}.",
+                q.status.as_deref().unwrap_or("")
+            ));
+            return Ok(html(
+                StatusCode::BAD_REQUEST,
+                views::message(Some(&viewer), "Analyses", &notice),
+            ));
+        }
+        None => None,
+    };
+    let page_no = q.page.unwrap_or(1).clamp(1, 100_000);
+    let mut runs =
+        console::recent_runs(&state.pool, status, PER_PAGE + 1, (page_no - 1) * PER_PAGE).await?;
+    let more = runs.len() as i64 > PER_PAGE;
+    runs.truncate(PER_PAGE as usize);
+    Ok(html(
+        StatusCode::OK,
+        views::analyses(&viewer, &runs, status.map(|s| s.as_str()), page_no, more),
+    ))
+}
+
+async fn analysis(
+    State(state): State<AppState>,
+    Signed(viewer): Signed,
+    id: Result<Path<Uuid>, axum::extract::rejection::PathRejection>,
+) -> Result<Response, AppError> {
+    let Ok(Path(id)) = id else {
+        return Ok(not_found(&viewer));
+    };
+    let Some(run) = runs::get(&state.pool, id).await? else {
+        return Ok(html(
+            StatusCode::NOT_FOUND,
+            views::message(
+                Some(&viewer),
+                "Not found",
+                &Notice::error("No such analysis."),
+            ),
+        ));
+    };
+    let event = faultline_shared::storage::events::get(&state.pool, run.event_id).await?;
+    let steps = steps::list(&state.pool, id).await?;
+    let item = review::for_run(&state.pool, id).await?;
+    Ok(html(
+        StatusCode::OK,
+        views::analysis(&viewer, &run, event.as_ref(), &steps, item.as_ref()),
+    ))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    last_event_id: Option<String>,
+}
+
+/// The run's iterations as they commit, each rendered as the trace's HTML.
+async fn analysis_events(
+    State(state): State<AppState>,
+    _: Signed,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+    Query(q): Query<EventsQuery>,
+) -> Result<Response, AppError> {
+    let resume = live::last_event_id(&headers, q.last_event_id.as_deref())
+        .map_err(|e| AppError::bad_request("invalid header", e))?;
+    if runs::get(&state.pool, id).await?.is_none() {
+        return Err(AppError::NotFound(format!("analysis {id} not found")));
+    }
+    Ok(
+        live::run_events(&state, id, resume, |s| views::step(s).into_string())
+            .await?
+            .into_response(),
+    )
+}
+
+/// Failure groups seen in this many days.
+const GROUP_DAYS: i32 = 90;
+
+async fn groups(
+    State(state): State<AppState>,
+    Signed(viewer): Signed,
+) -> Result<Response, AppError> {
+    let groups = console::failure_groups(&state.pool, GROUP_DAYS, 200, 0).await?;
+    Ok(html(
+        StatusCode::OK,
+        views::groups(&viewer, &groups, GROUP_DAYS),
+    ))
 }

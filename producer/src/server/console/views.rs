@@ -764,3 +764,205 @@ pub fn audit_page(viewer: &Viewer, item: &ReviewRow, audit: &[AuditRow]) -> Mark
         },
     )
 }
+
+/// The list of recent analyses.
+pub fn analyses(
+    viewer: &Viewer,
+    runs: &[faultline_shared::storage::console::RunSummary],
+    status: Option<&str>,
+    page_no: i64,
+    more: bool,
+) -> Markup {
+    let statuses = [
+        "",
+        "queued",
+        "running",
+        "retry_wait",
+        "completed",
+        "needs_review",
+        "failed",
+    ];
+    let link = |p: i64| match status {
+        Some(s) => format!("/ui/analyses?status={s}&page={p}"),
+        None => format!("/ui/analyses?page={p}"),
+    };
+    page(
+        "Analyses",
+        Some(viewer),
+        "analyses",
+        None,
+        html! {
+            div.titlebar { h1 { "Analyses" } }
+            form.filters method="get" action="/ui/analyses" {
+                label { "Status "
+                    select name="status" {
+                        @for s in statuses {
+                            option value=(s) selected[status.unwrap_or("") == s] { (if s.is_empty() { "any" } else { s }) }
+                        }
+                    }
+                }
+                button type="submit" { "Filter" }
+            }
+            table #analyses.queue {
+                thead { tr {
+                    th { "Started" } th { "Status" } th { "Category" } th { "Confidence" } th { "Job · build" }
+                    th { "Repository" } th { "Reasoner" } th { "Iterations" } th { "Duration" } th { "Tokens" } th { "Cost" }
+                } }
+                tbody {
+                    @for r in runs {
+                        tr.row tabindex="0" data-href=(format!("/ui/analyses/{}", r.id)) data-id=(r.id) {
+                            td { time datetime=(r.created_at.to_rfc3339()) { (r.created_at.format("%Y-%m-%d %H:%M:%S")) } }
+                            td { span.runstatus data-status=(r.status.as_str()) { (r.status.as_str()) } }
+                            td { (category_badge(r.category.as_ref().map(|c| c.0.as_str()))) }
+                            td { (confidence(r.confidence)) }
+                            td { a href=(format!("/ui/analyses/{}", r.id)) {
+                                (r.job_name.as_deref().or(r.log_name.as_deref()).unwrap_or("—"))
+                                @if let Some(b) = &r.build_number { " #" (b) } } }
+                            td { (r.repository.as_deref().unwrap_or("—")) }
+                            td { (r.reasoner) }
+                            td { (r.iteration) }
+                            td { @if let Some(f) = r.finished_at { (duration_ms((f - r.created_at).num_milliseconds())) } @else { "—" } }
+                            td { (r.tokens_in + r.tokens_out) }
+                            td { (format!("${:.4}", r.cost_usd)) }
+                        }
+                    }
+                }
+            }
+            @if runs.is_empty() { p.empty { "No analyses." } }
+            nav.pager {
+                @if page_no > 1 { a rel="prev" href=(link(page_no - 1)) { "← newer" } }
+                span { "page " (page_no) }
+                @if more { a rel="next" href=(link(page_no + 1)) { "older →" } }
+            }
+        },
+    )
+}
+
+fn duration_ms(ms: i64) -> String {
+    match ms {
+        m if m < 1000 => format!("{m} ms"),
+        m if m < 60_000 => format!("{:.1} s", m as f64 / 1000.0),
+        m => human_age(m / 1000),
+    }
+}
+
+/// One analysis: status, answer, excerpt, and its trace, which grows live
+/// while the run goes on.
+pub fn analysis(
+    viewer: &Viewer,
+    run: &RunRow,
+    event: Option<&faultline_shared::storage::events::EventRow>,
+    steps: &[StepRow],
+    review: Option<&ReviewRow>,
+) -> Markup {
+    let result = run.result.as_ref();
+    let evidence: Vec<Evidence> = result
+        .and_then(|r| serde_json::from_value(r["evidence"].clone()).ok())
+        .unwrap_or_default();
+    let text = |name: &str| {
+        result
+            .and_then(|r| r[name].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    page(
+        "Analysis",
+        Some(viewer),
+        "analysis",
+        None,
+        html! {
+            nav.pager { a href="/ui/analyses" { "↑ Analyses" } }
+            div.titlebar {
+                h1 { (category_badge(run.category.as_ref().map(|c| c.0.as_str()))) " "
+                    (event.and_then(|e| e.job_name.as_deref().or(e.log_name.as_deref())).unwrap_or("analysis"))
+                    @if let Some(b) = event.and_then(|e| e.build_number.as_deref()) { " #" (b) } }
+            }
+            div #run-status.status data-status=(run.status.as_str()) data-run=(run.id) data-last=(steps.last().map_or(0, |s| s.iteration)) {
+                "Status: " strong #run-state { (run.status.as_str()) }
+                " · " (run.reasoner) " · iteration " (run.iteration) " of at most " (run.max_iterations)
+                " · " (run.tokens_in + run.tokens_out) " tokens · " (format!("${:.4}", run.cost_usd))
+                @if let Some(f) = run.finished_at { " · took " (duration_ms((f - run.created_at).num_milliseconds())) }
+                @if let Some(item) = review { " · " a href=(format!("/ui/review/{}", item.id)) { "review item (" (item.status.as_str()) ")" } }
+                @if let Some(reason) = &run.failure_reason { " · failed: " (reason) }
+            }
+            div.columns {
+                div.maincol {
+                    @if result.is_some() {
+                        section.answer {
+                            h2 { "Answer" }
+                            dl {
+                                dt { "Category" } dd { (category_badge(Some(&text("category")))) " at " (confidence(run.confidence)) }
+                                dt { "Root cause" } dd { (text("root_cause")) }
+                                dt { "Fix" } dd { (text("fix")) }
+                            }
+                        }
+                    }
+                    (excerpt_section(steps, &evidence))
+                }
+                aside.sidecol {
+                    (trace_section(steps))
+                }
+            }
+        },
+    )
+}
+
+/// Failure groups: fingerprints with their runs, verdict and a 14-day sparkline.
+pub fn groups(
+    viewer: &Viewer,
+    groups: &[faultline_shared::storage::console::FailureGroup],
+    days: i32,
+) -> Markup {
+    page(
+        "Failure groups",
+        Some(viewer),
+        "groups",
+        None,
+        html! {
+            div.titlebar { h1 { "Failure groups" } span.count { "fingerprints seen in the last " (days) " days" } }
+            table #groups.queue {
+                thead { tr {
+                    th { "Last seen" } th { "First seen" } th { "Runs" } th { "Last 14 days" } th { "Verdict" }
+                    th { "Root cause" } th { "Jobs" } th { "Pending review" }
+                } }
+                tbody {
+                    @for g in groups {
+                        @let human = g.human_category.is_some();
+                        tr.row tabindex="0" data-href=(format!("/ui/analyses/{}", g.latest_run)) {
+                            td { (g.last_seen.format("%Y-%m-%d %H:%M")) }
+                            td { (g.first_seen.format("%Y-%m-%d %H:%M")) }
+                            td.num { (g.runs) }
+                            td { (sparkline(&g.daily)) }
+                            td {
+                                (category_badge(g.human_category.as_ref().or(g.agent_category.as_ref()).map(|c| c.0.as_str())))
+                                @if human { " " span.muted title="confirmed or corrected by a reviewer" { "✔ reviewer" } } @else { " " span.muted { "agent" } }
+                            }
+                            td { (g.human_root_cause.as_deref().or(g.agent_root_cause.as_deref()).map(|s| clip(s, 160)).unwrap_or_default()) }
+                            td { (g.jobs.join(", ")) }
+                            td.num { (g.pending) }
+                        }
+                    }
+                }
+            }
+            @if groups.is_empty() { p.empty { "No failure groups yet." } }
+        },
+    )
+}
+
+/// 14 bars, one per day, scaled to the busiest day (inline SVG).
+pub fn sparkline(daily: &[i64]) -> Markup {
+    let max = daily.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let (w, h) = (6.0, 22.0);
+    let total: i64 = daily.iter().sum();
+    html! {
+        svg.spark width=(daily.len() as f64 * (w + 1.0)) height=(h) viewBox=(format!("0 0 {} {h}", daily.len() as f64 * (w + 1.0)))
+            role="img" aria-label=(format!("{total} runs in the last {} days", daily.len())) {
+            title { (format!("{total} runs in the last {} days (per day: {})", daily.len(),
+                daily.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", "))) }
+            @for (i, n) in daily.iter().enumerate() {
+                @let bh = if *n == 0 { 1.0 } else { (*n as f64 / max * (h - 2.0)).max(2.0) };
+                rect x=(i as f64 * (w + 1.0)) y=(h - bh) width=(w) height=(bh) class=(if *n == 0 { "zero" } else { "bar" }) {}
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@ use sqlx::{
 };
 use uuid::Uuid;
 
-use super::{FINISHED_CHANNEL, Lease};
+use super::{FINISHED_CHANNEL, Lease, STEPS_CHANNEL};
 use crate::{
     queue::{self, AfterCommit, Broker, Pending},
     storage::{columns::CategoryColumn, review},
@@ -150,6 +150,8 @@ checkpoint_params! {
     review_reason: Option<&'a str>,
     outbox_id: Uuid,
     channel: &'static str,
+    /// Where a watched run's commits are announced ([`STEPS_CHANNEL`]).
+    steps_channel: &'static str,
     /// The committing worker keeps the run ([`commit_step`]'s `keep`).
     keep: bool,
     keep_secs: f64,
@@ -175,7 +177,7 @@ WITH r AS (
         finished_at = CASE WHEN {finished} THEN now() END, updated_at = now()
     WHERE id = {run_id} AND lease_owner = {owner} AND lease_epoch = {epoch}
       AND iteration = {iteration} - 1 AND status = 'running'
-    RETURNING id, priority, status, reprocess_batch, lease_epoch
+    RETURNING id, priority, status, reprocess_batch, lease_epoch, watched_until
 ), s AS (
     INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
                            attempt, lease_epoch, worker_id, tool_ms, step_ms,
@@ -222,9 +224,16 @@ ob AS (
     ON CONFLICT (run_id) DO NOTHING
 )";
 const CHECKPOINT_SELECT: &str = "
-SELECT priority, lease_epoch, NULL::text FROM r";
+SELECT priority, lease_epoch,
+       CASE WHEN r.watched_until > now()
+            THEN pg_notify({steps_channel}, r.id::text || ' ' || {iteration}::text)::text END
+FROM r";
 const CHECKPOINT_SELECT_FINISHED: &str = "
-SELECT priority, lease_epoch, pg_notify({channel}, r.id::text)::text FROM r";
+SELECT priority, lease_epoch,
+       pg_notify({channel}, r.id::text)::text
+       || coalesce(CASE WHEN r.watched_until > now()
+            THEN pg_notify({steps_channel}, r.id::text || ' ' || {iteration}::text)::text END, '')
+FROM r";
 
 /// Which optional parts a checkpoint statement has (bits of [`checkpoint_sql`]).
 const PART_FAILURE_TEXT: usize = 1;
@@ -251,6 +260,11 @@ const VARIANTS: usize = 64;
 ///   after the commit.
 /// - **finished**: its review item (when it goes to review), its outbox row
 ///   (live runs) and the notification on [`FINISHED_CHANNEL`].
+///
+/// A run someone watches (`watched_until` in the future: a client of its
+/// event stream, see `runs::watch`) also announces each commit on
+/// [`STEPS_CHANNEL`] (`"<run id> <iteration>"`). Only those: a NOTIFY
+/// serialises commits (below), so unwatched runs never send one.
 ///
 /// A fenced run updates nothing, so the inserts that select from `r` insert
 /// nothing; a second journal row for the iteration fails the whole
@@ -465,6 +479,7 @@ impl<'a> Params<'a> {
             review_reason: finish.and_then(|f| f.review_reason.as_deref()),
             outbox_id: Uuid::now_v7(),
             channel: FINISHED_CHANNEL,
+            steps_channel: STEPS_CHANNEL,
             keep: way.keep.is_some(),
             keep_secs: way.keep.unwrap_or_default().as_secs_f64(),
             audit_local: matches!(cp.tool_audit, Some(ToolAudit::Local { .. })),

@@ -24,14 +24,15 @@
   }
 
   // ---- queue -------------------------------------------------------------
+  const listPage = page === "queue" || page === "analyses" || page === "groups";
   function rows() {
-    return Array.from(document.querySelectorAll("#queue tr.row")).filter((r) => !r.hidden);
+    return Array.from(document.querySelectorAll("main table.queue tr.row")).filter((r) => !r.hidden);
   }
   function selected() {
-    return document.querySelector("#queue tr.row.selected");
+    return document.querySelector("main table.queue tr.row.selected");
   }
   function select(row) {
-    document.querySelectorAll("#queue tr.row.selected").forEach((r) => r.classList.remove("selected"));
+    document.querySelectorAll("main table.queue tr.row.selected").forEach((r) => r.classList.remove("selected"));
     if (!row) return;
     row.classList.add("selected");
     row.focus({ preventScroll: false });
@@ -62,7 +63,7 @@
       toggleGroup(toggle.dataset.toggle);
       return;
     }
-    const row = e.target.closest("#queue tr.row");
+    const row = e.target.closest("main table.queue tr.row");
     if (row && !e.target.closest("a,button,input,select,textarea")) select(row);
     const help = e.target.closest("button.help");
     if (help) cheatsheet();
@@ -108,11 +109,11 @@
         cheatsheet();
         break;
       case "j":
-        if (page === "queue") move(1);
+        if (listPage) move(1);
         else go("next");
         break;
       case "k":
-        if (page === "queue") move(-1);
+        if (listPage) move(-1);
         else go("prev");
         break;
       case "u":
@@ -120,7 +121,7 @@
         break;
       case "Enter":
       case "o":
-        if (page === "queue" && selected()) location.href = selected().dataset.href;
+        if (listPage && selected()) location.href = selected().dataset.href;
         else handled = false;
         break;
       case "c":
@@ -189,11 +190,30 @@
     body.dataset.refreshed = String(Number(body.dataset.refreshed || 0) + 1);
   }
 
-  if ((page === "queue" || page === "item") && window.EventSource) {
-    const source = new EventSource("/ui/live");
-    source.addEventListener("open", () => (body.dataset.live = "on"));
+  // One stream per visible page: closed when the page is hidden (so pages
+  // kept in the back/forward cache hold no connection), opened again
+  // (with a refresh) when it comes back.
+  let source = null;
+  function connect(fresh) {
+    if (source || !window.EventSource) return;
+    source = new EventSource("/ui/live");
+    // After a lost stream, what changed meanwhile was not heard: refresh.
+    source.addEventListener("open", () => {
+      if (body.dataset.live === "off") refresh().catch(() => {});
+      body.dataset.live = "on";
+    });
     source.addEventListener("error", () => (body.dataset.live = "off"));
     source.addEventListener("queue", () => refresh().catch(() => {}));
+    if (fresh) refresh().catch(() => {});
+  }
+  if (page === "queue" || page === "item") {
+    connect(false);
+    window.addEventListener("pagehide", () => {
+      if (source) source.close();
+      source = null;
+      body.dataset.live = "off";
+    });
+    window.addEventListener("pageshow", (e) => connect(e.persisted));
   }
 
   // Restore the queue selection after navigating back.
@@ -201,5 +221,41 @@
     const keep = sessionStorage.getItem("faultline.selected");
     const row = keep && document.querySelector('#queue tr.row[data-id="' + CSS.escape(keep) + '"]');
     select(row || rows()[0]);
+  } else if (listPage && rows().length) {
+    rows()[0].classList.add("selected");
+  }
+
+  // ---- a run's trace, live ----------------------------------------------
+  // Each committed iteration arrives as the trace's own HTML; the verdict
+  // refreshes the status and the answer.
+  const run = document.getElementById("run-status");
+  const terminal = ["completed", "needs_review", "failed"];
+  if (page === "analysis" && run && !terminal.includes(run.dataset.status) && window.EventSource) {
+    const url = "/ui/analyses/" + run.dataset.run + "/events?last_event_id=" + encodeURIComponent(run.dataset.last || "0");
+    const stream = new EventSource(url);
+    stream.addEventListener("open", () => (body.dataset.live = "on"));
+    stream.addEventListener("iteration", (e) => {
+      const list = document.querySelector("#trace ol.steps");
+      if (!list || list.querySelector('li[data-iteration="' + e.lastEventId + '"]')) return;
+      const li = document.createElement("li");
+      li.dataset.iteration = e.lastEventId;
+      li.innerHTML = e.data;
+      list.appendChild(li);
+      const empty = document.querySelector("#trace p.muted");
+      if (empty) empty.remove();
+    });
+    stream.addEventListener("verdict", async () => {
+      stream.close();
+      body.dataset.live = "done";
+      const response = await fetch(location.href, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+      for (const sel of ["#run-status", ".maincol"]) {
+        const now = document.querySelector(sel);
+        const next = fresh.querySelector(sel);
+        if (now && next) now.replaceWith(next);
+      }
+    });
+    window.addEventListener("pagehide", () => stream.close());
   }
 })();
