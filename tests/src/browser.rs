@@ -24,6 +24,82 @@ pub struct Browser {
     pub client: Client,
     _driver: tokio::process::Child,
     pub base: String,
+    /// The browser's own profile folder: it names every process of this
+    /// browser, so dropping kills them all (chromedriver's death alone
+    /// leaves Chromium running, reconnecting its pages' event streams to
+    /// ports that other tests may have by then).
+    profile: PathBuf,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // chromedriver's whole process tree (the browser, its zygotes and
+        // renderers), read before anything dies and is re-parented, plus
+        // any process that names this browser's profile.
+        let mut doomed: Vec<i32> = Vec::new();
+        if let Some(root) = self._driver.id() {
+            doomed.push(root as i32);
+        }
+        let procs = processes();
+        let mark = self.profile.to_string_lossy().to_string();
+        doomed.extend(
+            procs
+                .iter()
+                .filter(|p| p.cmdline.contains(&mark))
+                .map(|p| p.pid),
+        );
+        let mut i = 0;
+        while i < doomed.len() {
+            let parent = doomed[i];
+            for p in &procs {
+                if p.ppid == parent && !doomed.contains(&p.pid) {
+                    doomed.push(p.pid);
+                }
+            }
+            i += 1;
+        }
+        for pid in doomed {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    cmdline: String,
+}
+
+/// Every process: its id, its parent's, its command line.
+fn processes() -> Vec<Proc> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            Some(Proc {
+                pid,
+                ppid,
+                cmdline: String::from_utf8_lossy(&cmdline).into_owned(),
+            })
+        })
+        .collect()
 }
 
 fn found(var: &str, candidates: &[&str]) -> PathBuf {
@@ -71,12 +147,17 @@ impl Browser {
             .spawn()
             .unwrap_or_else(|e| panic!("could not start {}: {e}", driver.display()));
         let url = format!("http://127.0.0.1:{port}");
+        let profile = std::env::temp_dir().join(format!(
+            "faultline-chromium-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
         let caps = json!({
             "goog:chromeOptions": {
                 "binary": chromium,
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                          "--window-size=1400,1000", "--force-device-scale-factor=1",
-                         "--no-first-run", "--disable-extensions"]
+                         "--no-first-run", "--disable-extensions",
+                         format!("--user-data-dir={}", profile.display())]
             }
         });
         let caps = match caps {
@@ -105,6 +186,7 @@ impl Browser {
             client,
             _driver: child,
             base: base.to_string(),
+            profile,
         }
     }
 

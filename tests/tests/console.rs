@@ -96,11 +96,7 @@ async fn a_reviewer_signs_in_sees_the_item_and_its_cited_evidence_highlighted() 
     );
     let text = row.text().await.unwrap();
     assert!(text.contains("low confidence"), "{text}");
-    assert!(
-        b.text("#queue-count")
-            .await
-            .starts_with("1 items in 1 groups")
-    );
+    assert_eq!(b.text("#queue-count").await, "1 item in 1 group");
     b.screenshot("queue").await;
 
     // The first row is selected on load: Enter opens it.
@@ -245,6 +241,7 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
     // One row for the group; g shows its members.
     assert_eq!(b.find_all("#queue tr.group-row").await.len(), 1);
     assert!(b.text("#queue button.toggle").await.contains("×3"));
+    assert_eq!(b.text("#queue-count").await, "3 items in 1 group");
     let members = b.find_all("#queue tr.member").await;
     assert_eq!(members.len(), 2);
     assert!(!members[0].is_displayed().await.unwrap());
@@ -255,7 +252,7 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
         Duration::from_secs(5),
     )
     .await;
-    b.screenshot("groups").await;
+    b.screenshot("queue-group").await;
 
     // Claim the lead, g = the whole group, a = accept.
     b.goto(&format!("/ui/review/{}", c.items[0])).await;
@@ -369,15 +366,10 @@ async fn bad_input_stale_forms_and_other_claims_are_refused_and_change_nothing()
     assert!(msg.contains("root_cause: is empty"), "{msg}");
     unchanged("an empty root cause").await;
     // The refused correction is shown again for fixing.
-    assert_eq!(
-        b.find("#fix")
-            .await
-            .prop("value")
-            .await
-            .unwrap()
-            .unwrap()
-            .is_empty(),
-        false
+    let fix = b.find("#fix").await.prop("value").await.unwrap().unwrap();
+    assert!(
+        !fix.is_empty(),
+        "the refused correction's fix is shown again"
     );
 
     b.goto(&format!("/ui/review/{first}")).await;
@@ -722,6 +714,7 @@ async fn a_run_s_page_grows_its_trace_live_and_groups_show_their_runs() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(label, "1 runs in the last 14 days");
+    assert_eq!(label, "1 run in the last 14 days");
     assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 1);
+    b.screenshot("groups").await;
 }

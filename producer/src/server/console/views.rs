@@ -156,6 +156,15 @@ fn confidence(c: Option<f32>) -> Markup {
     }
 }
 
+/// "1 item", "3 items".
+fn plural(n: i64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// "3h 12m" from seconds.
 pub fn human_age(secs: i64) -> String {
     let secs = secs.max(0);
@@ -211,7 +220,7 @@ pub fn queue(
         div.titlebar {
             h1 { "Review queue" }
             span #queue-count.count aria-live="polite" {
-                (p.total_items) " items in " (p.total_groups) " groups"
+                (plural(p.total_items, "item")) " in " (plural(p.total_groups, "group"))
             }
             span #live.live title="Updates without reloading" { "live" }
         }
@@ -245,7 +254,7 @@ pub fn queue(
                                                 if g.jobs.is_empty() { "—".to_string() } else { g.jobs.join(", ") })) {
                                             "×" (g.count) " ▸"
                                         }
-                                        span.muted.jobs { (g.jobs.len()) " job" @if g.jobs.len() != 1 { "s" } }
+                                        @if !g.jobs.is_empty() { " " span.muted.jobs { (plural(g.jobs.len() as i64, "job")) } }
                                     } @else {
                                         span.muted { "1" }
                                     }
@@ -956,8 +965,8 @@ pub fn sparkline(daily: &[i64]) -> Markup {
     let total: i64 = daily.iter().sum();
     html! {
         svg.spark width=(daily.len() as f64 * (w + 1.0)) height=(h) viewBox=(format!("0 0 {} {h}", daily.len() as f64 * (w + 1.0)))
-            role="img" aria-label=(format!("{total} runs in the last {} days", daily.len())) {
-            title { (format!("{total} runs in the last {} days (per day: {})", daily.len(),
+            role="img" aria-label=(format!("{} in the last {} days", plural(total, "run"), daily.len())) {
+            title { (format!("{} in the last {} days (per day: {})", plural(total, "run"), daily.len(),
                 daily.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", "))) }
             @for (i, n) in daily.iter().enumerate() {
                 @let bh = if *n == 0 { 1.0 } else { (*n as f64 / max * (h - 2.0)).max(2.0) };
