@@ -1,7 +1,7 @@
 # Faultline — every target does its own set-up (services, database, build).
 #   make run     install/start Postgres + Redis if needed, build, migrate, analyse the bundled samples, serve the review console
 #   make test    same set-up (plus Chromium for the console's browser tests), then every test (unit + black-box against real Postgres)
-#   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk
+#   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk; the review console with 10,000 open items
 #   make bench-latency  the engine at 2 s model latency: 1x64, 1x256, 1x1000, 4x250 slots; efficiency, calls paid twice, connections, RSS, step overhead
 #   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
 #   make eval    the real pipeline on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, by repository half
@@ -50,6 +50,7 @@ test: setup build
 bench: setup build-release migrate
 	PGSSLMODE=$${PGSSLMODE:-disable} ./target/release/faultline-bench
 	@bash scripts/bench-ingest.sh ./target/release
+	@bash scripts/bench-console.sh ./target/release
 
 bench-latency: setup build-release migrate
 	PGSSLMODE=$${PGSSLMODE:-disable} BENCH_MODE=latency ./target/release/faultline-bench

@@ -283,6 +283,55 @@ async fn only_the_claimant_resolves_and_every_action_is_audited() {
 }
 
 #[tokio::test]
+async fn the_queue_filters_by_job_and_repository_and_claims_only_matching_items() {
+    let db = TestDb::new().await;
+    let items = seed_items(&db, 6).await;
+    // Items 0-2 are job `api` of acme/shop; 3-5 job `web` of acme/site.
+    sqlx::query(
+        "UPDATE failure_events e SET job_name = CASE WHEN i.n < 3 THEN 'api' ELSE 'web' END,
+                repository = CASE WHEN i.n < 3 THEN 'acme/shop' ELSE 'acme/site' END
+         FROM (SELECT r.event_id, row_number() OVER (ORDER BY it.created_at) - 1 AS n
+               FROM review_items it JOIN analysis_runs r ON r.id = it.run_id) i
+         WHERE e.id = i.event_id",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let token = db.token("reviewer", "alice");
+    let serve = db.serve(&[]).await;
+    let api = Api {
+        base: serve.base.clone(),
+        http: reqwest::Client::new(),
+    };
+    let ids = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, body) = call(api.get(&token, "/api/v1/review?job=web")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let web: Vec<String> = items[3..].iter().map(Uuid::to_string).collect();
+    assert_eq!(ids(&body), web);
+    let (_, body) = call(api.get(&token, "/api/v1/review?repository=acme/shop&job=api")).await;
+    let shop: Vec<String> = items[..3].iter().map(Uuid::to_string).collect();
+    assert_eq!(ids(&body), shop);
+    let (_, body) = call(api.get(&token, "/api/v1/review?repository=acme/shop&job=web")).await;
+    assert!(ids(&body).is_empty());
+    // Claim-next honours the same filters: the oldest `web` item.
+    let (status, body) = call(
+        api.post(&token, "/api/v1/review/claim")
+            .json(&json!({"job": "web"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["item"]["id"], items[3].to_string());
+    assert_eq!(body["item"]["repository"], "acme/site");
+}
+
+#[tokio::test]
 async fn a_resolution_makes_the_next_same_fingerprint_failure_confident_and_cites_it() {
     let db = TestDb::new().await;
     let log = std::fs::read(concat!(

@@ -4,7 +4,7 @@
 //!
 //! | request | does |
 //! |---|---|
-//! | `GET /api/v1/review?status=&category=&min_confidence=&max_confidence=&older_than=&newer_than=&limit=` | list |
+//! | `GET /api/v1/review?status=&category=&min_confidence=&max_confidence=&older_than=&newer_than=&job=&repository=&limit=` | list |
 //! | `POST /api/v1/review/claim` (body: the same filters, optional) | claim the oldest matching open item |
 //! | `POST /api/v1/review/{id}/claim` | claim one item |
 //! | `POST /api/v1/review/{id}/resolve` `{"action": "accept" \| "correct", "category", "root_cause", "fix", "comment"}` | resolve |
@@ -40,6 +40,8 @@ pub struct FilterParams {
     max_confidence: Option<f32>,
     older_than: Option<String>,
     newer_than: Option<String>,
+    job: Option<String>,
+    repository: Option<String>,
     limit: Option<i64>,
 }
 
@@ -53,6 +55,17 @@ impl FilterParams {
             self.older_than.as_deref(),
             self.newer_than.as_deref(),
         )
+        .map(|mut f| {
+            let given = |v: &Option<String>| {
+                v.as_deref()
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+            };
+            f.job = given(&self.job);
+            f.repository = given(&self.repository);
+            f
+        })
         .map_err(|e| AppError::bad_request("invalid filter", e))
     }
 }

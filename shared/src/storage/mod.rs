@@ -65,7 +65,7 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 29] = [
+    let named: [(&str, &'static str); 30] = [
         ("events::GET", &events::GET),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
@@ -81,6 +81,7 @@ pub fn built_statements() -> Vec<Statement> {
         ("review::CLAIM_NEXT", &review::CLAIM_NEXT),
         ("review::QUEUE_GROUPS", &review::QUEUE_GROUPS),
         ("review::QUEUE_MEMBERS", &review::QUEUE_MEMBERS),
+        ("review::QUEUE_JOBS", &review::QUEUE_JOBS),
         ("review::GROUP_PENDING", &review::GROUP_PENDING),
         ("runs::GET", &runs::GET),
         ("runs::CLAIM", &runs::CLAIM),

@@ -13,7 +13,7 @@ use std::{sync::LazyLock, time::Duration};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use sqlx::{FromRow, PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::columns::CategoryColumn;
@@ -118,6 +118,15 @@ pub struct ReviewRow {
 const EFFECTIVE_STATUS: &str = "CASE WHEN i.status = 'claimed' AND i.claim_expires_at < now()
     THEN 'open' ELSE i.status END";
 
+/// `{EFFECTIVE_STATUS} = ANY($6)`, written so the planner can estimate it
+/// (a bare CASE is guessed at 1 %, which turned the queue's joins into
+/// 10,000 nested index look-ups): the stored status is one of `$6` (or
+/// `claimed` when `$6` has `open`), and a claim's effective status is.
+const STATUS_MATCH: &str = "i.status = ANY($6::text[]
+        || CASE WHEN 'open' = ANY($6) THEN '{claimed}'::text[] ELSE '{}'::text[] END)
+    AND (i.status <> 'claimed'
+        OR (CASE WHEN i.claim_expires_at < now() THEN 'open' ELSE 'claimed' END) = ANY($6))";
+
 /// A review item joined with its run and event (what [`ReviewRow`] reads).
 fn review_select() -> String {
     format!("SELECT {} {REVIEW_FROM}", review_columns())
@@ -173,7 +182,7 @@ const FILTER_WHERE: &str = "($1::text IS NULL OR i.category = $1)
 /// [`list`]'s statement.
 pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6)
+        "{} WHERE {FILTER_WHERE} AND {STATUS_MATCH}
          ORDER BY i.created_at, i.id LIMIT $7",
         review_select()
     )
@@ -202,14 +211,22 @@ pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Ve
 pub struct QueueGroup {
     /// The fingerprint, or `item:<id>` for an item without one.
     pub key: String,
-    pub fingerprint: Option<String>,
     pub count: i64,
     pub first_seen: DateTime<Utc>,
     pub last_seen: DateTime<Utc>,
     /// Distinct jobs of the members.
+    #[sqlx(skip)]
     pub jobs: Vec<String>,
     /// The oldest member: the one a reviewer decides on for the group.
+    #[sqlx(skip)]
     pub lead: Uuid,
+}
+
+impl QueueGroup {
+    /// The group's fingerprint (none for a lone item without one).
+    pub fn fingerprint(&self) -> Option<&str> {
+        (!self.key.starts_with("item:")).then_some(self.key.as_str())
+    }
 }
 
 /// A page of [`QueueGroup`]s and the members shown with them.
@@ -227,6 +244,14 @@ pub struct QueuePage {
 /// Members listed under a group (the count says how many there are).
 pub const MEMBERS_SHOWN: i64 = 20;
 
+/// An item's group key in Rust, as [`GROUP_KEY`] computes it.
+pub fn group_key(row: &ReviewRow) -> String {
+    match row.fingerprint.as_deref().filter(|f| !f.is_empty()) {
+        Some(fp) => fp.to_string(),
+        None => format!("item:{}", row.id),
+    }
+}
+
 /// The group key of an item: its run's fingerprint, or its own id.
 const GROUP_KEY: &str = "coalesce(nullif(r.fingerprint, ''), 'item:' || i.id::text)";
 
@@ -234,30 +259,40 @@ const GROUP_KEY: &str = "coalesce(nullif(r.fingerprint, ''), 'item:' || i.id::te
 pub(crate) static QUEUE_GROUPS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH m AS (
-             SELECT i.id, i.created_at, {GROUP_KEY} AS key, nullif(r.fingerprint, '') AS fingerprint,
-                    e.job_name
-             {REVIEW_FROM}
-             WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6))
-         SELECT key, min(fingerprint) AS fingerprint, count(*) AS count,
-                min(created_at) AS first_seen, max(created_at) AS last_seen,
-                array_remove(array_agg(DISTINCT job_name), NULL) AS jobs,
-                (array_agg(id ORDER BY created_at, id))[1] AS lead,
+             SELECT i.created_at, {GROUP_KEY} AS key
+             FROM review_items i JOIN analysis_runs r ON r.id = i.run_id
+             WHERE {FILTER_WHERE} AND {STATUS_MATCH})
+         SELECT key, count(*) AS count, min(created_at) AS first_seen, max(created_at) AS last_seen,
                 count(*) OVER () AS total_groups, sum(count(*)) OVER ()::int8 AS total_items
          FROM m GROUP BY key
          ORDER BY min(created_at), key LIMIT $7 OFFSET $10"
     )
 });
 
-/// [`queue_groups`]' members statement.
+/// [`queue_groups`]' members statement: the first `$11` members of the
+/// groups of the page (fingerprints `$7`, lone items `$10`).
 pub(crate) static QUEUE_MEMBERS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT * FROM (
              SELECT {}, row_number() OVER (PARTITION BY {GROUP_KEY} ORDER BY i.created_at, i.id) AS n
              {REVIEW_FROM}
-             WHERE {FILTER_WHERE} AND {EFFECTIVE_STATUS} = ANY($6) AND {GROUP_KEY} = ANY($7)) q
-         WHERE n <= $10
+             WHERE {FILTER_WHERE} AND {STATUS_MATCH}
+               AND (r.fingerprint = ANY($7) OR i.id = ANY($10))) q
+         WHERE n <= $11
          ORDER BY created_at, id",
         review_columns()
+    )
+});
+
+/// [`queue_groups`]' jobs statement: the distinct jobs of each group of
+/// the page (fingerprints `$7`, lone items `$10`).
+pub(crate) static QUEUE_JOBS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {GROUP_KEY} AS key, array_remove(array_agg(DISTINCT e.job_name), NULL) AS jobs
+         {REVIEW_FROM}
+         WHERE {FILTER_WHERE} AND {STATUS_MATCH}
+           AND (r.fingerprint = ANY($7) OR i.id = ANY($10))
+         GROUP BY 1"
     )
 });
 
@@ -293,25 +328,52 @@ pub async fn queue_groups(
     let (total_groups, total_items) = rows
         .first()
         .map_or((0, 0), |r| (r.total_groups, r.total_items));
-    let groups: Vec<QueueGroup> = rows.into_iter().map(|r| r.group).collect();
-    let keys: Vec<&str> = groups.iter().map(|g| g.key.as_str()).collect();
-    let members = if keys.is_empty() {
-        Vec::new()
+    let mut groups: Vec<QueueGroup> = rows.into_iter().map(|r| r.group).collect();
+    let fingerprints: Vec<&str> = groups.iter().filter_map(QueueGroup::fingerprint).collect();
+    let lone: Vec<Uuid> = groups
+        .iter()
+        .filter_map(|g| g.key.strip_prefix("item:")?.parse().ok())
+        .collect();
+    // The members' and jobs' statements take the same parameters.
+    macro_rules! page_binds {
+        ($query:expr) => {
+            $query
+                .bind(&filter.category)
+                .bind(filter.min_confidence)
+                .bind(filter.max_confidence)
+                .bind(filter.older_than.map(|d| d.as_secs_f64()))
+                .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+                .bind(&statuses)
+                .bind(&fingerprints)
+                .bind(&filter.job)
+                .bind(&filter.repository)
+                .bind(&lone)
+        };
+    }
+    let (members, jobs) = if groups.is_empty() {
+        (Vec::new(), Vec::new())
     } else {
-        sqlx::query_as(QUEUE_MEMBERS.as_str())
-            .bind(&filter.category)
-            .bind(filter.min_confidence)
-            .bind(filter.max_confidence)
-            .bind(filter.older_than.map(|d| d.as_secs_f64()))
-            .bind(filter.newer_than.map(|d| d.as_secs_f64()))
-            .bind(&statuses)
-            .bind(&keys)
-            .bind(&filter.job)
-            .bind(&filter.repository)
+        let members: Vec<ReviewRow> = page_binds!(sqlx::query(QUEUE_MEMBERS.as_str()))
             .bind(MEMBERS_SHOWN)
+            .try_map(|row| ReviewRow::from_row(&row))
             .fetch_all(pool)
-            .await?
+            .await?;
+        let jobs: Vec<(String, Vec<String>)> = page_binds!(sqlx::query(QUEUE_JOBS.as_str()))
+            .try_map(|row| <(String, Vec<String>)>::from_row(&row))
+            .fetch_all(pool)
+            .await?;
+        (members, jobs)
     };
+    for g in &mut groups {
+        g.jobs = jobs
+            .iter()
+            .find(|(k, _)| *k == g.key)
+            .map(|(_, j)| j.clone())
+            .unwrap_or_default();
+        if let Some(lead) = members.iter().find(|m| group_key(m) == g.key) {
+            g.lead = lead.id;
+        }
+    }
     Ok(QueuePage {
         groups,
         total_groups,

@@ -6,7 +6,7 @@ use faultline_shared::{
     storage::{
         history::History,
         resolution::LibraryEntry,
-        review::{AuditRow, QueuePage, ReviewRow, ReviewStatus},
+        review::{self, AuditRow, QueuePage, ReviewRow, ReviewStatus},
         runs::RunRow,
         similar::SimilarMatch,
         steps::StepRow,
@@ -260,7 +260,7 @@ pub fn queue(
                                     }
                                 }
                             }
-                            @for m in p.members.iter().filter(|m| m.id != g.lead && group_key(m) == g.key) {
+                            @for m in p.members.iter().filter(|m| m.id != g.lead && review::group_key(m) == g.key) {
                                 tr.row.member tabindex="0" hidden data-href=(format!("/ui/review/{}", m.id))
                                     data-id=(m.id) data-member-of=(g.key) {
                                     td { (age(now, m.created_at, sla_secs)) }
@@ -285,14 +285,6 @@ pub fn queue(
         }
     };
     page("Review queue", Some(viewer), "queue", notice, content)
-}
-
-/// The group key of a row (see `review::queue_groups`).
-fn group_key(row: &ReviewRow) -> String {
-    match row.fingerprint.as_deref().filter(|f| !f.is_empty()) {
-        Some(fp) => fp.to_string(),
-        None => format!("item:{}", row.id),
-    }
 }
 
 /// Why an item is in the queue, for people.
