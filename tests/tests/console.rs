@@ -153,6 +153,23 @@ async fn claim_and_correct_with_the_keyboard_only_then_the_audit_shows_the_diff(
     let b = Browser::start(&c.serve.base).await;
     b.sign_in(&token).await;
 
+    // ? opens the cheat sheet, Escape closes it.
+    b.find("#queue tr.group-row.selected").await;
+    b.press("?").await;
+    b.wait_for_js(
+        "the cheat sheet is open",
+        "return document.getElementById('cheatsheet').open;",
+        Duration::from_secs(5),
+    )
+    .await;
+    b.press(&String::from(char::from(Key::Escape))).await;
+    b.wait_for_js(
+        "the cheat sheet is closed",
+        "return !document.getElementById('cheatsheet').open;",
+        Duration::from_secs(5),
+    )
+    .await;
+
     // Queue: the first row is selected; Enter opens it, c claims it.
     b.find("#queue tr.group-row.selected").await;
     b.press(&String::from(char::from(Key::Enter))).await;
@@ -290,6 +307,29 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
         .await
         .unwrap();
     assert_eq!(library, 3, "each member teaches the error library");
+
+    // The failure group: three runs on three days, the reviewer's verdict.
+    sqlx::query(
+        "UPDATE analysis_runs r SET created_at = r.created_at - make_interval(days => (x.n * 3)::int)
+         FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS n FROM analysis_runs) x
+         WHERE x.id = r.id",
+    )
+    .execute(&c.db.pool)
+    .await
+    .unwrap();
+    b.goto("/ui/groups").await;
+    let row = b.text("#groups tr.row").await;
+    assert!(row.contains("reviewer"), "{row}");
+    let label = b
+        .find("#groups svg.spark")
+        .await
+        .attr("aria-label")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(label, "3 runs in the last 14 days");
+    assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 3);
+    b.screenshot("groups").await;
 }
 
 #[tokio::test]
@@ -716,5 +756,78 @@ async fn a_run_s_page_grows_its_trace_live_and_groups_show_their_runs() {
         .unwrap();
     assert_eq!(label, "1 run in the last 14 days");
     assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 1);
-    b.screenshot("groups").await;
+}
+
+/// Signs in over plain HTTP and returns the session cookie's attributes.
+async fn session_cookie(base: &str, token: &str) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = http.get(format!("{base}/ui/login")).send().await.unwrap();
+    let login_cookie = page.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let html = page.text().await.unwrap();
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let resp = http
+        .post(format!("{base}/ui/login"))
+        .header(reqwest::header::COOKIE, login_cookie)
+        .form(&[
+            ("token", token),
+            ("csrf", csrf.as_str()),
+            ("next", "/ui/review"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 303);
+    assert_eq!(resp.headers()[reqwest::header::LOCATION], "/ui/review");
+    resp.headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|v| v.starts_with("faultline_session="))
+        .expect("a session cookie")
+}
+
+#[tokio::test]
+async fn the_session_cookie_is_http_only_strict_and_secure_behind_https() {
+    let db = TestDb::new().await;
+    let token = db.token("reviewer", "alice");
+    let plain = db.serve(&[]).await;
+    let cookie = session_cookie(&plain.base, &token).await;
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/ui", "Max-Age=43200"] {
+        assert!(cookie.contains(attr), "{attr} missing: {cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "{cookie}");
+    let https = db
+        .serve(&[
+            ("FAULTLINE_PUBLIC_URL", "https://faultline.example.com"),
+            ("FAULTLINE_CONSOLE_SESSION_TTL", "1h"),
+        ])
+        .await;
+    let cookie = session_cookie(&https.base, &token).await;
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    assert!(cookie.contains("Max-Age=3600"), "{cookie}");
+    // Pages are not framed, cached, or given scripts from elsewhere.
+    let resp = reqwest::get(format!("{}/ui/login", plain.base))
+        .await
+        .unwrap();
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(resp.headers()["x-frame-options"], "DENY");
+    assert_eq!(resp.headers()["cache-control"], "no-store");
 }

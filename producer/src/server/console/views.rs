@@ -739,6 +739,19 @@ fn short_json(v: &Value) -> String {
     }
 }
 
+/// `s` cut to at most `max` bytes at a word boundary, with "…" when cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = s[..end].rfind(' ').filter(|&i| i > max / 2).unwrap_or(end);
+    format!("{}…", s[..cut].trim_end())
+}
+
 /// `s` cut to at most `max` bytes (at a character boundary), marked when cut.
 fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -930,15 +943,15 @@ pub fn groups(
                     @for g in groups {
                         @let human = g.human_category.is_some();
                         tr.row tabindex="0" data-href=(format!("/ui/analyses/{}", g.latest_run)) {
-                            td { (g.last_seen.format("%Y-%m-%d %H:%M")) }
-                            td { (g.first_seen.format("%Y-%m-%d %H:%M")) }
+                            td.when { (g.last_seen.format("%Y-%m-%d %H:%M")) }
+                            td.when { (g.first_seen.format("%Y-%m-%d %H:%M")) }
                             td.num { (g.runs) }
                             td { (sparkline(&g.daily)) }
                             td {
                                 (category_badge(g.human_category.as_ref().or(g.agent_category.as_ref()).map(|c| c.0.as_str())))
                                 @if human { " " span.muted title="confirmed or corrected by a reviewer" { "✔ reviewer" } } @else { " " span.muted { "agent" } }
                             }
-                            td { (g.human_root_cause.as_deref().or(g.agent_root_cause.as_deref()).map(|s| clip(s, 160)).unwrap_or_default()) }
+                            td { (g.human_root_cause.as_deref().or(g.agent_root_cause.as_deref()).map(|s| shorten(s, 160)).unwrap_or_default()) }
                             td { (g.jobs.join(", ")) }
                             td.num { (g.pending) }
                         }
