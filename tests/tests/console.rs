@@ -831,3 +831,28 @@ async fn the_session_cookie_is_http_only_strict_and_secure_behind_https() {
     assert_eq!(resp.headers()["x-frame-options"], "DENY");
     assert_eq!(resp.headers()["cache-control"], "no-store");
 }
+
+#[tokio::test]
+async fn after_a_decision_the_next_open_item_opens() {
+    let c = console(2, &[]).await;
+    let (first, second) = (c.items[0], c.items[1]);
+    let token = c.db.token("reviewer", "alice");
+    let b = Browser::start(&c.serve.base).await;
+    b.sign_in(&token).await;
+    b.goto(&format!("/ui/review/{first}")).await;
+    b.find("#claim-form").await;
+    b.press("c").await;
+    b.wait_for_path("the claim", |p| p.contains("done=claimed"))
+        .await;
+    b.find("#accept-form").await;
+    b.press("a").await;
+    let path = b
+        .wait_for_path("the next item", |p| {
+            p.starts_with(&format!("/ui/review/{second}"))
+        })
+        .await;
+    assert!(path.contains("done=accepted"), "{path}");
+    assert!(b.text(".notice").await.contains("accepted 1 item"));
+    let (status, _, _) = item_state(&c.db, first).await;
+    assert_eq!(status, "resolved");
+}
