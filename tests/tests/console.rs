@@ -243,7 +243,7 @@ async fn claim_and_correct_with_the_keyboard_only_then_the_audit_shows_the_diff(
 
 #[tokio::test]
 async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
-    let c = console(3, &[]).await;
+    let c = console(4, &[]).await;
     let fingerprints: Vec<Option<String>> = sqlx::query_scalar(
         "SELECT r.fingerprint FROM review_items i JOIN analysis_runs r ON r.id = i.run_id",
     )
@@ -257,10 +257,10 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
 
     // One row for the group; g shows its members.
     assert_eq!(b.find_all("#queue tr.group-row").await.len(), 1);
-    assert!(b.text("#queue button.toggle").await.contains("×3"));
-    assert_eq!(b.text("#queue-count").await, "3 items in 1 group");
+    assert!(b.text("#queue button.toggle").await.contains("×4"));
+    assert_eq!(b.text("#queue-count").await, "4 items in 1 group");
     let members = b.find_all("#queue tr.member").await;
-    assert_eq!(members.len(), 2);
+    assert_eq!(members.len(), 3);
     assert!(!members[0].is_displayed().await.unwrap());
     b.press("g").await;
     b.wait_for_js(
@@ -271,7 +271,9 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
     .await;
     b.screenshot("queue-group").await;
 
-    // Claim the lead, g = the whole group, a = accept.
+    // Bob holds the newest member; claim the lead, g = the whole group, a = accept.
+    let held = c.items[3];
+    c.db.cli_ok(&["review", "claim", &held.to_string(), "--as", "bob"], &[]);
     b.goto(&format!("/ui/review/{}", c.items[0])).await;
     b.find("#claim-form").await;
     b.press("c").await;
@@ -290,8 +292,15 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
         p.starts_with("/ui/review?done=")
     })
     .await;
+    let notice = b.text(".notice").await;
+    assert!(
+        notice.contains("accepted 3 items (1 held by others left alone)"),
+        "{notice}"
+    );
+    let (status, by, _) = item_state(&c.db, held).await;
+    assert_eq!((status.as_str(), by.as_deref()), ("claimed", Some("bob")));
 
-    for id in &c.items {
+    for id in &c.items[..3] {
         let (status, _, resolution) = item_state(&c.db, *id).await;
         assert_eq!(status, "resolved", "{id}");
         assert_eq!(resolution.unwrap()["action"], "accept");
@@ -306,9 +315,18 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
         .fetch_one(&c.db.pool)
         .await
         .unwrap();
-    assert_eq!(library, 3, "each member teaches the error library");
+    assert_eq!(library, 1, "the group's answer is learnt once");
+    // Every member carries the lead's answer.
+    let answers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT resolution ->> 'category', resolution ->> 'root_cause' FROM review_items
+         WHERE status = 'resolved'",
+    )
+    .fetch_all(&c.db.pool)
+    .await
+    .unwrap();
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
 
-    // The failure group: three runs on three days, the reviewer's verdict.
+    // The failure group: four runs on four days, the reviewer's verdict.
     sqlx::query(
         "UPDATE analysis_runs r SET created_at = r.created_at - make_interval(days => (x.n * 3)::int)
          FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS n FROM analysis_runs) x
@@ -327,8 +345,8 @@ async fn a_group_decision_resolves_every_member_each_with_its_own_audit() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(label, "3 runs in the last 14 days");
-    assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 3);
+    assert_eq!(label, "4 runs in the last 14 days");
+    assert_eq!(b.find_all("#groups svg.spark rect.bar").await.len(), 4);
     b.screenshot("groups").await;
 }
 
@@ -653,8 +671,15 @@ async fn a_run_s_event_stream_sends_each_iteration_once_in_order_live_and_resume
     // After the end: the whole journal and the verdict; after the verdict: nothing.
     let all = read_events(&serve.base, &token, run, None, |_| false).await;
     assert_eq!(all.len() as i32, iterations + 1);
-    let none = read_events(&serve.base, &token, run, Some("verdict"), |_| false).await;
-    assert!(none.is_empty(), "{none:?}");
+    // After `verdict`: 204, which tells an EventSource to stop reconnecting.
+    let resp = reqwest::Client::new()
+        .get(format!("{}/api/v1/analyses/{run}/events", serve.base))
+        .bearer_auth(&token)
+        .header("Last-Event-ID", "verdict")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
 
     // Bad input: a malformed Last-Event-ID, an unknown run, no token.
     let http = reqwest::Client::new();

@@ -257,8 +257,9 @@ pub struct EventsQuery {
 /// `GET /api/v1/analyses/{id}/events`: server-sent events, one `iteration`
 /// per committed iteration (id: its number; data: the journal row as JSON)
 /// and one `verdict` (id `verdict`) when the run is terminal; resumable
-/// with `Last-Event-ID` (or `?last_event_id=`). Fed by the commits'
-/// notifications (LISTEN/NOTIFY), not by polling.
+/// with `Last-Event-ID` (or `?last_event_id=`); after `verdict`: 204, which
+/// stops an EventSource. Fed by the commits' notifications (LISTEN/NOTIFY),
+/// not by polling.
 pub async fn events(
     _: Reader,
     State(state): State<AppState>,
@@ -271,6 +272,12 @@ pub async fn events(
     let resume = super::console::live::last_event_id(&headers, q.last_event_id.as_deref())
         .map_err(|e| AppError::bad_request("invalid header", e))?;
     find_run(&state, id).await?;
+    if resume == super::console::live::Resume::Done {
+        // Everything was sent; 204 tells an EventSource to stop reconnecting.
+        return Ok(axum::response::IntoResponse::into_response(
+            axum::http::StatusCode::NO_CONTENT,
+        ));
+    }
     let sse = super::console::live::run_events(&state, id, resume, |s| {
         serde_json::to_string(s).unwrap_or_default()
     })

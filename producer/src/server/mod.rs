@@ -152,6 +152,13 @@ pub async fn run(
         max_connections_per_client: state.config.max_connections_per_client,
         trusted_proxies: Arc::new(state.config.trusted_proxies.clone()),
     };
+    // Open event streams end when shutdown starts, so the graceful
+    // shutdown waits only for ordinary requests.
+    let hub = state.live.clone();
+    let shutdown = async move {
+        shutdown.await;
+        hub.close();
+    };
     listen::serve(listener, router(state), limits, shutdown).await;
     Ok(())
 }

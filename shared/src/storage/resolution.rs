@@ -148,23 +148,35 @@ pub async fn resolve(
     decision: &Decision,
 ) -> Result<Resolved, ReviewError> {
     let mut tx = pool.begin().await?;
-    let resolved = resolve_in_tx(&mut tx, id, actor, decision).await?;
+    let resolved = resolve_in_tx(&mut tx, id, actor, decision, true).await?;
     tx.commit().await?;
     Ok(resolved)
 }
 
-/// [`resolve`] in the caller's transaction.
+/// [`resolve`] in the caller's transaction; `teach`: also store the answer
+/// in the error library (once per decision, not once per group member).
 async fn resolve_in_tx(
     tx: &mut PgConnection,
     id: Uuid,
     actor: &Actor,
     decision: &Decision,
+    teach: bool,
 ) -> Result<Resolved, ReviewError> {
     let target = lock_target(&mut *tx, id).await?;
     may_close(id, &target.state, actor)?;
     let (category, root_cause, fix) = decide(decision, target.result.as_ref())?;
+    // A "correction" that repeats the agent's answer word for word is an
+    // acceptance (a group decision hands the lead's answer to members
+    // whose agent said the same).
+    let agent_said = |field: &str, value: &str| {
+        target.result.as_ref().and_then(|r| r[field].as_str()) == Some(value)
+    };
+    let accepted = decision.accept
+        || (agent_said("category", category.as_str())
+            && agent_said("root_cause", &root_cause)
+            && agent_said("fix", &fix));
     let resolution = json!({
-        "action": if decision.accept { "accept" } else { "correct" },
+        "action": if accepted { "accept" } else { "correct" },
         "category": category.as_str(), "root_cause": root_cause, "fix": fix,
         "comment": decision.comment, "resolved_by": actor.name,
         "agent": target.result.as_ref().map(|r| json!({
@@ -183,7 +195,7 @@ async fn resolve_in_tx(
     )
     .await?;
     let library_id = match &target.fingerprint {
-        Some(fp) if !fp.is_empty() => {
+        Some(fp) if teach && !fp.is_empty() => {
             let lib = Uuid::now_v7();
             sqlx::query(
                 "INSERT INTO review_resolutions
@@ -194,7 +206,7 @@ async fn resolve_in_tx(
             .bind(fp)
             .bind(id)
             .bind(target.run_id)
-            .bind(decision.accept)
+            .bind(accepted)
             .bind(CategoryColumn(category))
             .bind(&root_cause)
             .bind(&fix)
@@ -266,12 +278,15 @@ pub struct GroupOutcome {
 }
 
 /// Applies one decision to every pending member of the item's fingerprint
-/// group, in one transaction: each member is claimed for `actor` (unless
-/// it already is) and closed with its own resolution and audit rows, by
-/// the same rules as [`resolve`] and [`dismiss`]. Members another reviewer
-/// holds are skipped and reported. An item without a fingerprint is a
-/// group of one. The item itself must be closable by `actor` (claimed by
-/// them, or they are an admin), else nothing changes.
+/// group, in one transaction. The item itself (the lead) is decided as by
+/// [`resolve`] / [`dismiss`] and must be closable by `actor` (claimed by
+/// them, or they are an admin), else nothing changes. Every other pending
+/// member is claimed for `actor` (unless it already is) and closed with
+/// the lead's final answer — each with its own resolution and audit rows;
+/// the error library learns the answer once, from the lead. Members held
+/// by another reviewer (an unexpired claim, whatever `actor`'s role) or
+/// being decided in another transaction right now are left alone and
+/// reported. An item without a fingerprint is a group of one.
 pub async fn decide_group(
     pool: &PgPool,
     id: Uuid,
@@ -282,7 +297,8 @@ pub async fn decide_group(
     let mut tx = pool.begin().await?;
     let lead = lock_target(&mut tx, id).await?;
     may_close(id, &lead.state, actor)?;
-    let members: Vec<Uuid> = match lead.fingerprint.as_deref().filter(|f| !f.is_empty()) {
+    let mut outcome = GroupOutcome::default();
+    let pending: Vec<Uuid> = match lead.fingerprint.as_deref().filter(|f| !f.is_empty()) {
         Some(fp) => {
             sqlx::query_scalar(
                 "SELECT i.id FROM review_items i JOIN analysis_runs r ON r.id = i.run_id
@@ -296,10 +312,39 @@ pub async fn decide_group(
         }
         None => Vec::new(),
     };
-    let mut outcome = GroupOutcome::default();
-    close_member(&mut tx, id, actor, decision).await?;
+    // Lock what nobody else is deciding now; waiting for those rows could
+    // deadlock two group decisions that started from different members.
+    let locked: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM review_items WHERE id = ANY($1) ORDER BY created_at, id
+         FOR UPDATE SKIP LOCKED",
+    )
+    .bind(&pending)
+    .fetch_all(&mut *tx)
+    .await?;
+    for busy in pending.iter().filter(|m| !locked.contains(m)) {
+        outcome
+            .skipped
+            .push((*busy, "being decided by someone else right now".into()));
+    }
+    close_member(&mut tx, id, actor, decision, true).await?;
     outcome.closed.push(id);
-    for member in members {
+    // The members get the lead's final answer, not their own agent's.
+    let for_members = match decision {
+        GroupDecision::Resolve(d) => match decide(d, lead.result.as_ref())? {
+            // An accepted UNKNOWN cannot be handed on as a correction:
+            // each member accepts its own answer then.
+            (Category::Unknown, _, _) => GroupDecision::Resolve(d.clone()),
+            (category, root_cause, fix) => GroupDecision::Resolve(Decision {
+                accept: false,
+                category: Some(category.as_str().to_string()),
+                root_cause: Some(root_cause),
+                fix: Some(fix),
+                comment: d.comment.clone(),
+            }),
+        },
+        dismiss => dismiss.clone(),
+    };
+    for member in locked {
         // A savepoint per member: one refused member leaves the others.
         let mut sp = sqlx::Connection::begin(&mut *tx).await?;
         let done = async {
@@ -309,10 +354,11 @@ pub async fn decide_group(
             let ours = state.status == ReviewStatus::Claimed
                 && !state.expired
                 && state.claimed_by.as_deref() == Some(&actor.name);
-            if !ours && !actor.admin {
+            if !ours {
+                // Refuses a live claim of someone else, admin or not.
                 review::claim_in_tx(&mut sp, member, actor, ttl).await?;
             }
-            close_member(&mut sp, member, actor, decision).await
+            close_member(&mut sp, member, actor, &for_members, false).await
         }
         .await;
         match done {
@@ -336,9 +382,10 @@ async fn close_member(
     id: Uuid,
     actor: &Actor,
     decision: &GroupDecision,
+    teach: bool,
 ) -> Result<(), ReviewError> {
     match decision {
-        GroupDecision::Resolve(d) => resolve_in_tx(conn, id, actor, d).await.map(drop),
+        GroupDecision::Resolve(d) => resolve_in_tx(conn, id, actor, d, teach).await.map(drop),
         GroupDecision::Dismiss(comment) => dismiss_in_tx(conn, id, actor, comment.as_deref())
             .await
             .map(drop),

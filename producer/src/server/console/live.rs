@@ -47,6 +47,9 @@ pub enum Change {
 /// Fans the database's notifications out to the open streams.
 pub struct Hub {
     tx: broadcast::Sender<Change>,
+    /// True once the server shuts down: every stream ends, so a graceful
+    /// shutdown does not wait on open pages.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Hub {
@@ -55,17 +58,32 @@ impl Hub {
     /// sent meanwhile are lost).
     pub fn start(pool: PgPool) -> Arc<Hub> {
         let (tx, _) = broadcast::channel(1024);
-        let hub = Arc::new(Hub { tx: tx.clone() });
+        let hub = Arc::new(Hub {
+            tx: tx.clone(),
+            closing: tokio::sync::watch::channel(false).0,
+        });
         tokio::spawn(async move {
             loop {
                 if let Err(e) = listen(&pool, &tx).await {
                     tracing::warn!(error = %e, "console live updates: listener lost; retrying in 1s");
                 }
-                let _ = tx.send(Change::Resync);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
         hub
+    }
+
+    /// Ends every open stream (at shutdown).
+    pub fn close(&self) {
+        let _ = self.closing.send(true);
+    }
+
+    /// Resolves when the server shuts down.
+    fn closed(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut rx = self.closing.subscribe();
+        async move {
+            let _ = rx.wait_for(|c| *c).await;
+        }
     }
 }
 
@@ -74,6 +92,8 @@ async fn listen(pool: &PgPool, tx: &broadcast::Sender<Change>) -> sqlx::Result<(
     listener
         .listen_all([REVIEW_CHANNEL, STEPS_CHANNEL, FINISHED_CHANNEL])
         .await?;
+    // Listening (again): what changed before this moment was not heard.
+    let _ = tx.send(Change::Resync);
     loop {
         let change = match listener.try_recv().await? {
             Some(n) => match n.channel() {
@@ -104,6 +124,7 @@ pub async fn events(
     _: Signed,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = state.live.tx.subscribe();
+    let closed = state.live.closed();
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -118,6 +139,7 @@ pub async fn events(
             }
         }
     });
+    let stream = futures::StreamExt::take_until(stream, closed);
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
@@ -232,6 +254,7 @@ pub async fn run_events(
             }
         }
     });
+    let stream = futures::StreamExt::take_until(stream, state.live.closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

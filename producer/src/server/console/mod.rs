@@ -493,10 +493,7 @@ async fn queue(
 }
 
 fn done_text(done: &str) -> String {
-    match done {
-        "empty" => "Decided. The queue has nothing else open for you.".into(),
-        other => format!("Done: {}.", other.replace('-', " ")),
-    }
+    format!("Done: {}.", done.replace('-', " "))
 }
 
 #[derive(Deserialize)]
@@ -800,7 +797,7 @@ async fn decide(
     let next = review::next_for(&state.pool, &viewer.name).await?;
     Ok(match next {
         Some(n) => Redirect::to(&format!("/ui/review/{n}?done={}", encode(&done))),
-        None => Redirect::to("/ui/review?done=empty"),
+        None => Redirect::to(&format!("/ui/review?done={}", encode(&done))),
     }
     .into_response())
 }
@@ -889,6 +886,9 @@ async fn analysis_events(
         .map_err(|e| AppError::bad_request("invalid header", e))?;
     if runs::get(&state.pool, id).await?.is_none() {
         return Err(AppError::NotFound(format!("analysis {id} not found")));
+    }
+    if resume == live::Resume::Done {
+        return Ok(StatusCode::NO_CONTENT.into_response());
     }
     Ok(
         live::run_events(&state, id, resume, |s| views::step(s).into_string())

@@ -3,6 +3,8 @@
 "use strict";
 (function () {
   const body = document.body;
+  // The user changed a form: live refreshes leave the forms alone.
+  let dirty = false;
   const page = body.dataset.page;
   const csrf = body.dataset.csrf;
 
@@ -84,6 +86,7 @@
     if (!boxes.length) return;
     const on = !boxes[0].checked;
     boxes.forEach((b) => (b.checked = on));
+    dirty = true; // a live refresh must not undo the choice
   }
 
   function cheatsheet() {
@@ -157,7 +160,6 @@
   });
 
   // ---- live --------------------------------------------------------------
-  let dirty = false;
   document.addEventListener("input", () => (dirty = true));
 
   async function refresh() {
