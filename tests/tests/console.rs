@@ -881,3 +881,43 @@ async fn after_a_decision_the_next_open_item_opens() {
     let (status, _, _) = item_state(&c.db, first).await;
     assert_eq!(status, "resolved");
 }
+
+#[tokio::test]
+async fn sigterm_ends_open_event_streams_and_the_server_exits() {
+    let db = TestDb::new().await;
+    let token = db.token("reviewer", "alice");
+    let mut serve = db.serve(&[]).await;
+    let cookie = session_cookie(&serve.base, &token).await;
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let http = reqwest::Client::new();
+    // A console page's live stream and an API client's run stream, open.
+    let live = http
+        .get(format!("{}/ui/live", serve.base))
+        .header(reqwest::header::COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
+    let path = db.write("oom.log", faultline_tests::oom_log());
+    let run = db.enqueue(&path, &[]);
+    let events = http
+        .get(format!("{}/api/v1/analyses/{run}/events", serve.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+
+    let pid = nix::unistd::Pid::from_raw(serve.child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), serve.child.wait())
+        .await
+        .expect("the server did not exit within 10 s of SIGTERM with streams open")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    // Both streams ended rather than hanging.
+    let body = tokio::time::timeout(Duration::from_secs(5), live.text()).await;
+    assert!(body.is_ok(), "the live stream did not end");
+    let body = tokio::time::timeout(Duration::from_secs(5), events.text()).await;
+    assert!(body.is_ok(), "the run stream did not end");
+}
