@@ -81,6 +81,7 @@ pub async fn enqueue(
         } else {
             PRIORITY_LIVE
         },
+        shadowed: settings.shadow_reasoner.is_some() && !args.bulk,
     };
     let log = open_log(path)
         .await

@@ -11,10 +11,13 @@ macro_rules! outln {
     }};
 }
 
+mod eval;
 mod ingest;
+mod prompt;
 mod reprocess;
 mod review;
 mod server;
+mod shadow;
 mod show;
 mod token;
 
@@ -102,6 +105,21 @@ enum Command {
     },
     /// Re-analyse past failures of a time window at bulk priority (idempotent, resumable).
     Reprocess(reprocess::ReprocessArgs),
+    /// The prompt registry: versioned system prompts and tool descriptions.
+    Prompt {
+        #[command(subcommand)]
+        command: prompt::PromptCommand,
+    },
+    /// Run a labelled set (DATA_DIR/categories.jsonl) through the real
+    /// pipeline on scratch databases and report category accuracy, review
+    /// share, calibration, tokens, cost and wall time; `--compare` puts two
+    /// configurations side by side.
+    Eval(eval::EvalArgs),
+    /// Shadow runs (FAULTLINE_SHADOW_REASONER): how the two reasoners compare.
+    Shadow {
+        #[command(subcommand)]
+        command: shadow::ShadowCommand,
+    },
     /// The knowledge base of failure patterns.
     Kb {
         #[command(subcommand)]
@@ -158,6 +176,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     if let Command::Diagnose { file, json } = &cli.command {
         return diagnose(file, *json);
+    }
+    // Its own databases and workers: nothing of DATABASE_URL's but the server
+    // (and the prompt registry it copies from).
+    if let Command::Eval(args) = cli.command {
+        return eval::run(args).await;
     }
     // Every setting comes from this one reading of the environment.
     let env = Source::env();
@@ -217,8 +240,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             outln!("loaded {n} entries from {}", file.display())?;
         }
         Command::Token { command } => token::run(&pool, command).await?,
+        Command::Prompt { command } => prompt::run(&pool, command).await?,
+        Command::Shadow { command } => shadow::run(&pool, command).await?,
         Command::Reprocess(args) => reprocess::run(&pool, &settings, args).await?,
-        Command::Excerpt { .. } | Command::Diagnose { .. } | Command::Serve { .. } => {
+        Command::Excerpt { .. }
+        | Command::Diagnose { .. }
+        | Command::Eval(_)
+        | Command::Serve { .. } => {
             unreachable!("handled above")
         }
     }

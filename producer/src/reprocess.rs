@@ -246,6 +246,7 @@ async fn enqueue(
         max_iterations: settings.max_iterations,
         max_attempts: settings.max_attempts,
         priority: PRIORITY_BULK,
+        shadowed: false,
     };
     let mut added = 0usize;
     loop {

@@ -7,6 +7,8 @@
 //! - [`specifics`]: what a final answer names from the log (tests,
 //!   diagnostic, packages, failed step).
 //! - [`queue`]: the step task and how it is pushed inside a transaction.
+//! - [`rollout`]: which reasoner and prompt a run gets (A/B ratio, shadow
+//!   runs, prompt trials), decided from the event alone.
 //! - [`storage`]: one module per table family (events, runs, steps, review,
 //!   knowledge base); every SQL statement of the system lives there.
 //! - [`logs`], [`kb`]: re-exported from `faultline-analysis` (pure log
@@ -19,6 +21,7 @@ pub mod config;
 pub mod db;
 pub mod metrics;
 pub mod queue;
+pub mod rollout;
 pub mod specifics;
 pub mod storage;
 pub mod telemetry;

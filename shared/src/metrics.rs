@@ -21,7 +21,7 @@ use sqlx::PgPool;
 
 use crate::{
     queue::{Broker, PRIORITY_BULK, PRIORITY_LIVE},
-    storage::{review, tasks},
+    storage::{review, shadow, tasks},
 };
 
 /// Step latency buckets, seconds: a heuristic step takes milliseconds, an LLM
@@ -98,7 +98,45 @@ async fn refresh_gauges(pool: &PgPool, broker: &Broker) -> sqlx::Result<()> {
     let backlog = review::backlog(pool).await?;
     gauge!("faultline_review_open_items").set(backlog.open as f64);
     gauge!("faultline_review_oldest_open_age_seconds").set(backlog.oldest_age_secs);
+    shadow_gauges(&shadow::confusion(pool, SHADOW_WINDOW_DAYS).await?);
     Ok(())
+}
+
+/// The window of the shadow comparison gauges.
+const SHADOW_WINDOW_DAYS: i32 = 7;
+
+/// Confusion cells ever reported, so that one that left the window drops
+/// to 0 instead of keeping its last value.
+static SEEN_CELLS: Mutex<BTreeSet<[String; 4]>> = Mutex::new(BTreeSet::new());
+
+/// `faultline_shadow_pairs{live_reasoner, shadow_reasoner, live_category,
+/// shadow_category}`: compared pairs of the last 7 days (agreement is the
+/// diagonal), and what each side cost (`faultline_shadow_cost_usd{side}`).
+fn shadow_gauges(cells: &[shadow::Cell]) {
+    let mut seen = SEEN_CELLS.lock().unwrap_or_else(|p| p.into_inner());
+    let key = |c: &shadow::Cell| {
+        [
+            c.live_reasoner.clone(),
+            c.shadow_reasoner.clone(),
+            c.live_category.clone(),
+            c.shadow_category.clone(),
+        ]
+    };
+    seen.extend(cells.iter().map(key));
+    for labels in seen.iter() {
+        let pairs = cells
+            .iter()
+            .find(|c| &key(c) == labels)
+            .map_or(0, |c| c.pairs);
+        let [live, shadow, live_category, shadow_category] = labels.clone();
+        gauge!("faultline_shadow_pairs", "live_reasoner" => live, "shadow_reasoner" => shadow,
+            "live_category" => live_category, "shadow_category" => shadow_category)
+        .set(pairs as f64);
+    }
+    let live: f64 = cells.iter().map(|c| c.live_cost_usd).sum();
+    let shadow: f64 = cells.iter().map(|c| c.shadow_cost_usd).sum();
+    gauge!("faultline_shadow_cost_usd", "side" => "live").set(live);
+    gauge!("faultline_shadow_cost_usd", "side" => "shadow").set(shadow);
 }
 
 /// An event was ingested (`created` false: a duplicate of a known event).
@@ -117,6 +155,18 @@ pub fn step(outcome: &'static str, elapsed: Duration) {
 /// A run reached a terminal status (`completed`, `needs_review`, `failed`).
 pub fn analysis_finished(status: &str, category: &str) {
     counter!("faultline_analyses_total", "outcome" => status.to_string(), "category" => category.to_string())
+        .increment(1);
+}
+
+/// A run of `arm` (its assigned reasoner; `shadow`: a shadow run) finished.
+pub fn arm_finished(arm: &'static str, shadow: bool, status: &str) {
+    counter!("faultline_arm_analyses_total", "arm" => arm, "shadow" => shadow.to_string(), "outcome" => status.to_string())
+        .increment(1);
+}
+
+/// A live run and its shadow were compared.
+pub fn shadow_compared(c: &shadow::Comparison) {
+    counter!("faultline_shadow_comparisons_total", "agree" => c.same_category.to_string())
         .increment(1);
 }
 

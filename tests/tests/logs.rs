@@ -172,6 +172,7 @@ async fn one_huge_line_is_bounded_in_every_excerpt_mode_and_in_the_error_library
         pool: db.pool.clone(),
         run_id: run,
         event_id,
+        twin: None,
     };
     for mode in ["tail", "failure"] {
         let observation = belt

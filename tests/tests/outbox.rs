@@ -69,6 +69,7 @@ async fn github_failure(db: &TestDb, repository: &str) -> Uuid {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     storage::ingest(
         &db.pool,

@@ -539,6 +539,7 @@ async fn each_ingest_queues_its_first_step_on_the_broker_it_is_given() {
         max_iterations: 3,
         max_attempts: 3,
         priority: faultline_shared::queue::PRIORITY_LIVE,
+        shadowed: false,
     };
     let event = |key: &str| NewEvent {
         dedup_key: key.into(),

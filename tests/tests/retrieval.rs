@@ -20,6 +20,7 @@ const LIMITS: RunLimits = RunLimits {
     max_iterations: 5,
     max_attempts: 5,
     priority: 10,
+    shadowed: false,
 };
 
 /// The journal's actions, in order.
@@ -103,7 +104,7 @@ async fn a_failure_with_another_fingerprint_but_similar_text_is_found_by_trigram
     // Tiers never list a run twice, nor the run itself.
     let all = similar::tiered(
         &db.pool,
-        second,
+        &[second],
         fingerprints[1].as_deref().unwrap(),
         Some(text),
         5,

@@ -304,6 +304,7 @@ async fn notifications_carry_the_specifics() {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     let run = storage::ingest(
         &db.pool,

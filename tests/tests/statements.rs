@@ -215,6 +215,7 @@ async fn a_run(db: &TestDb) -> uuid::Uuid {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     storage::ingest(
         &db.pool,

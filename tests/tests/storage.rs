@@ -45,6 +45,7 @@ async fn a_superseded_lease_can_write_nothing() {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     let event = NewEvent {
         dedup_key: "fence".into(),
@@ -135,6 +136,8 @@ async fn a_superseded_lease_can_write_nothing() {
         fingerprint: None,
         failure_text: None,
         tool_audit: None,
+        arm: "heuristic",
+        prompt_version: None,
     };
     assert_eq!(
         runs::commit_step(
@@ -353,6 +356,7 @@ async fn finished_step_tasks_are_pruned_but_pending_ones_never() {
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     for i in 0..3 {
         let event = NewEvent {

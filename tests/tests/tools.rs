@@ -47,6 +47,7 @@ async fn tool_belt(db: &TestDb, env: &[(&str, &str)]) -> (ToolBelt, ToolContext)
         pool: db.pool.clone(),
         run_id,
         event_id,
+        twin: None,
     };
     (belt, ctx)
 }

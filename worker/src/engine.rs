@@ -29,7 +29,7 @@ use faultline_shared::{
             self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next,
             ToolAudit,
         },
-        steps,
+        shadow, steps,
     },
     telemetry,
     text::{self, JsonBounds},
@@ -45,6 +45,7 @@ use crate::{
     agent::{
         AgentState, Decision, Draft, HeuristicReasoner, Reasoned, Reasoner,
         judge::{Judge, Judged},
+        rollout::{Assigned, Rollout},
         specifics,
         verify::{self, Route},
     },
@@ -105,6 +106,8 @@ struct Resume {
     event: events::EventRow,
     journal: Vec<StepRecord>,
     attempt: i32,
+    /// The run's arm and prompt, recorded by its first checkpoint.
+    assigned: Assigned,
 }
 
 /// What one iteration produced, before its commit.
@@ -200,7 +203,11 @@ pub struct Engine {
     pub settings: Settings,
     pub worker_id: String,
     pub tools: ToolBelt,
-    pub reasoner: Arc<dyn Reasoner>,
+    /// The configured model's reasoner; which runs it gets is `rollout`'s.
+    pub llm: Option<Arc<dyn Reasoner>>,
+    /// Which reasoner and prompt each run gets (ratio, shadow runs, the
+    /// prompt registry).
+    pub rollout: Rollout,
     /// Continue with the heuristic reasoner when the LLM fails for good.
     pub llm_fallback: bool,
     /// The judge model scoring every drafted answer, when configured.
@@ -347,6 +354,7 @@ impl Engine {
             attempt,
         } = held;
         let event = self.prepare(&lease, &run, event, &journal).await?;
+        let assigned = self.rollout.assign(&self.pool, &run, &event).await?;
         let iteration = run.iteration + 1;
         let tool_names = self.tools.names();
         let state = AgentState {
@@ -355,8 +363,9 @@ impl Engine {
             iteration,
             max_iterations: run.max_iterations,
             tools: &tool_names,
+            prompt: assigned.prompt.as_deref(),
         };
-        let (reasoned, reasoner) = self.decide(&state).await?;
+        let (reasoned, reasoner) = self.decide(&state, &assigned).await?;
         let (decision, meta) = Meta::split(reasoned, reasoner);
         let decision =
             decision.ok_or_else(|| Failure::permanent("the reasoner returned no decision"))?;
@@ -392,6 +401,7 @@ impl Engine {
             event,
             journal,
             attempt,
+            assigned,
         };
         self.commit(at, produced, started).await
     }
@@ -547,10 +557,11 @@ impl Engine {
             event,
             mut journal,
             attempt,
+            assigned,
         } = at;
         let Produced {
             mut record,
-            next,
+            mut next,
             tool_ms,
             tool_audit,
             fingerprint,
@@ -559,6 +570,12 @@ impl Engine {
         // Whatever a log, a tool or a model put into this step, its journal
         // row is bounded and storable (no NUL, no 100 MB string).
         bound_record(&mut record);
+        if run.shadow_of.is_some()
+            && let Next::Finish(f) = &mut next
+        {
+            // A shadow run is compared, never reviewed.
+            f.review_reason = None;
+        }
         if let Some(delay) = self.settings.chaos.step_delay {
             info!(?delay, "chaos: holding the step before its commit");
             tokio::time::sleep(delay).await;
@@ -573,6 +590,8 @@ impl Engine {
             fingerprint,
             failure_text,
             tool_audit,
+            arm: assigned.arm,
+            prompt_version: assigned.prompt.as_ref().map(|p| p.version),
         };
         let finished = match &next {
             Next::Finish(f) => Some(f.status),
@@ -593,6 +612,10 @@ impl Engine {
         if let Next::Finish(f) = &next {
             tracing::Span::current().record("category", f.category.as_str());
             metrics::analysis_finished(f.status.as_str(), f.category.as_str());
+            metrics::arm_finished(assigned.arm, run.shadow_of.is_some(), f.status.as_str());
+            if run.shadow_of.is_some() || self.settings.shadow_reasoner.is_some() {
+                self.compare_shadow(run.id).await;
+            }
         }
         let next = kept.map(|lease| {
             journal.push(record);
@@ -601,6 +624,9 @@ impl Engine {
                     iteration,
                     attempts: 0,
                     lease_epoch: lease.epoch,
+                    // As the first checkpoint recorded them.
+                    reasoner: assigned.arm.to_string(),
+                    prompt_version: assigned.prompt.as_ref().map(|p| p.version),
                     ..run
                 },
                 lease,
@@ -667,7 +693,11 @@ impl Engine {
     /// Asks the configured reasoner; on a permanent LLM failure, and for the
     /// rest of a run that already fell back, the heuristic reasoner decides
     /// instead (when `LLM_FALLBACK` is on), with the reason in the journal.
-    async fn decide(&self, state: &AgentState<'_>) -> Result<(Reasoned, &'static str), Failure> {
+    async fn decide(
+        &self,
+        state: &AgentState<'_>,
+        assigned: &Assigned,
+    ) -> Result<(Reasoned, &'static str), Failure> {
         let fell_back = state.journal.iter().any(|s| {
             s.llm
                 .as_ref()
@@ -679,16 +709,17 @@ impl Engine {
                 HeuristicReasoner.name(),
             )
         };
-        if fell_back {
-            return Ok(heuristic());
-        }
-        let error = match self.reasoner.decide(state).await {
+        let llm = match &self.llm {
+            Some(llm) if assigned.llm && !fell_back => llm,
+            _ => return Ok(heuristic()),
+        };
+        let error = match llm.decide(state).await {
             Ok(r) => match &r.decision {
-                Some(Decision::Answer { .. }) => return Ok((r, self.reasoner.name())),
+                Some(Decision::Answer { .. }) => return Ok((r, llm.name())),
                 Some(_) if state.must_answer() => {
                     format!("no final answer within {} iterations", state.max_iterations)
                 }
-                _ => return Ok((r, self.reasoner.name())),
+                _ => return Ok((r, llm.name())),
             },
             Err(e) if e.is_transient() => return Err(e),
             Err(e) => e.chain(),
@@ -700,10 +731,23 @@ impl Engine {
             error,
             "LLM failed for good; the heuristic reasoner takes over this run"
         );
-        metrics::llm_fallback(self.reasoner.name());
+        metrics::llm_fallback(llm.name());
         let (mut reasoned, name) = heuristic();
-        reasoned.llm = Some(json!({"llm_fallback": error, "from": self.reasoner.name()}));
+        reasoned.llm = Some(json!({"llm_fallback": error, "from": llm.name()}));
         Ok((reasoned, name))
+    }
+
+    /// Writes the comparison of a finished run and its shadow (or live
+    /// twin) when both are terminal. Best effort: the reconciler writes any
+    /// this misses ([`shadow::compare_pending`]).
+    async fn compare_shadow(&self, run_id: uuid::Uuid) {
+        match shadow::compare(&self.pool, run_id).await {
+            Ok(Some(c)) => metrics::shadow_compared(&c),
+            Ok(None) => {}
+            Err(e) => {
+                warn!(error = %e, "writing the shadow comparison failed; the reconciler will")
+            }
+        }
     }
 
     /// Runs a tool call, or reuses the journaled result of an identical call
@@ -732,6 +776,7 @@ impl Engine {
             pool: self.pool.clone(),
             run_id: run.id,
             event_id: run.event_id,
+            twin: run.shadow_of,
         };
         let audit = if self.tools.is_local(tool) {
             None

@@ -4,17 +4,20 @@ use std::{sync::Arc, time::Duration};
 
 use anyhow::Context;
 use clap::Parser;
-use faultline_shared::{Settings, config::Source, db, storage::sessions, telemetry};
+use faultline_shared::{
+    Settings, config::Source, db, rollout::ShadowReasoner, storage::sessions, telemetry,
+};
 use faultline_worker::{
     Engine,
     agent::{
-        HeuristicReasoner, Reasoner,
+        Reasoner,
         judge::Judge,
         llm::{
             LlmReasoner,
             config::{LlmConfig, Role},
             limit::SharedLimit,
         },
+        rollout::Rollout,
     },
     health,
     leases::Leases,
@@ -100,7 +103,8 @@ async fn main() -> anyhow::Result<()> {
         };
         serve_health(addr, state).await?;
     }
-    let (reasoner, llm_fallback) = reasoner(&env, &tools, &pool, &worker_id)?;
+    let (llm, llm_fallback, rollout) =
+        reasoners(&env, &tools, &pool, &worker_id, settings.shadow_reasoner)?;
     let judge = judge(&env)?;
     // Before anything is claimed: an earlier process with this id left
     // leases behind (see sessions::expire_predecessor).
@@ -123,7 +127,8 @@ async fn main() -> anyhow::Result<()> {
         pool,
         broker,
         tools,
-        reasoner,
+        llm,
+        rollout,
         llm_fallback,
         worker_id: worker_id.clone(),
         shutdown: shutdown_rx.clone(),
@@ -169,23 +174,29 @@ async fn serve_health(addr: std::net::SocketAddr, state: health::HttpState) -> a
     Ok(())
 }
 
-/// The configured LLM reasoner (with its shared rate limit), else the
-/// heuristic one; and whether the heuristic takes over when the LLM fails
-/// for good (`LLM_FALLBACK`).
-fn reasoner(
+/// The configured LLM reasoner (with its shared rate limit), if any;
+/// whether the heuristic takes over when it fails for good
+/// (`LLM_FALLBACK`); and which runs it gets ([`Rollout`]: the ratio, shadow
+/// runs, the prompt registry).
+fn reasoners(
     env: &Source,
     tools: &ToolBelt,
     pool: &sqlx::PgPool,
     worker_id: &str,
-) -> anyhow::Result<(Arc<dyn Reasoner>, bool)> {
-    let Some(cfg) = LlmConfig::load(env, Role::Reasoner).context("invalid LLM configuration")?
-    else {
-        return Ok((Arc::new(HeuristicReasoner), false));
+    shadow: Option<ShadowReasoner>,
+) -> anyhow::Result<(Option<Arc<dyn Reasoner>>, bool, Rollout)> {
+    let cfg = LlmConfig::load(env, Role::Reasoner).context("invalid LLM configuration")?;
+    let rollout = Rollout::new(cfg.as_ref(), shadow).context("invalid rollout configuration")?;
+    let Some(cfg) = cfg else {
+        return Ok((None, false, rollout));
     };
     info!(
         provider = cfg.provider.name(),
         model = cfg.model,
         base_url = cfg.base_url,
+        ratio = cfg.ratio,
+        prompt_version = cfg.prompt_pin,
+        shadow = shadow.map(|s| s.as_str()),
         "LLM reasoner"
     );
     let fallback = cfg.fallback;
@@ -199,8 +210,9 @@ fn reasoner(
             max_wait: Duration::from_secs(300),
         });
     Ok((
-        Arc::new(LlmReasoner::new(cfg, tools.describe(), limit)),
+        Some(Arc::new(LlmReasoner::new(cfg, tools.describe(), limit))),
         fallback,
+        rollout,
     ))
 }
 

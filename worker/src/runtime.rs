@@ -17,7 +17,7 @@ use faultline_shared::{
     },
     storage::{
         runs::{self, Backoff},
-        sessions, tasks,
+        sessions, shadow, tasks,
     },
 };
 use tokio::sync::watch;
@@ -294,6 +294,15 @@ async fn reconcile_loop(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>
                 info!(recovered = n, "re-queued runs whose lease expired");
             }
             Err(e) => warn!(error = %e, "reconciler pass failed"),
+        }
+        // Every ~10 passes, the shadow comparisons no finishing step wrote.
+        if pass % 10 == 1 {
+            match shadow::compare_pending(&engine.pool, 100).await {
+                Ok(written) => written
+                    .iter()
+                    .for_each(faultline_shared::metrics::shadow_compared),
+                Err(e) => warn!(error = %e, "writing pending shadow comparisons failed"),
+            }
         }
         if let Broker::Redis(redis) = &engine.broker {
             match requeue_missing(&engine, redis).await {

@@ -122,6 +122,7 @@ pub async fn serve(
             max_iterations: settings.max_iterations,
             max_attempts: settings.max_attempts,
             priority: PRIORITY_LIVE,
+            shadowed: settings.shadow_reasoner.is_some(),
         },
         auth_throttle: Arc::new(throttle::AuthThrottle::new(
             config.auth_max_failures,

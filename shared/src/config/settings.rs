@@ -6,6 +6,8 @@ use std::{collections::BTreeMap, time::Duration};
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, de::Error as _};
 
+use crate::rollout::ShadowReasoner;
+
 use super::{AllowList, ConfigError, Source, de, parse_duration, variables};
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/faultline";
@@ -113,6 +115,13 @@ pub struct Settings {
     /// returns to the queue (checked in the queries, no background job).
     #[serde(rename = "REVIEW_CLAIM_TTL", deserialize_with = "de::humane")]
     pub review_claim_ttl: Duration,
+    /// `FAULTLINE_SHADOW_REASONER` (`off` by default): every live run gets
+    /// a shadow run of the other reasoner on the same event (bulk priority,
+    /// never notified, never reviewed) and, when both finish, a comparison
+    /// row. Read by the producer, which creates the shadow run with the
+    /// live one, and by the workers, which check they can run it.
+    #[serde(rename = "FAULTLINE_SHADOW_REASONER", deserialize_with = "shadow")]
+    pub shadow_reasoner: Option<ShadowReasoner>,
     /// Confidence routing thresholds (DESIGN.md); read as their own group.
     #[serde(skip)]
     pub thresholds: Thresholds,
@@ -152,6 +161,7 @@ impl Default for Settings {
             tool_rate_limit_max_wait: Duration::from_millis(60_000),
             shutdown_grace: Duration::from_millis(20_000),
             review_claim_ttl: Duration::from_secs(30 * 60),
+            shadow_reasoner: None,
             thresholds: Thresholds::default(),
             allowed: AllowList::default(),
             chaos: Chaos::default(),
@@ -270,6 +280,14 @@ pub fn parse_rate_limits(text: &str) -> Result<BTreeMap<String, RateLimit>, Stri
 
 fn rate_limits<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, RateLimit>, D::Error> {
     parse_rate_limits(&String::deserialize(d)?).map_err(D::Error::custom)
+}
+
+fn shadow<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ShadowReasoner>, D::Error> {
+    let text = String::deserialize(d)?;
+    match text.trim() {
+        "off" | "none" => Ok(None),
+        other => other.parse().map(Some).map_err(D::Error::custom),
+    }
 }
 
 fn zero_is_unset<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

@@ -65,7 +65,7 @@ pub async fn ingest<R: AsyncRead + Unpin>(
         let row = sqlx::query(
             "SELECT e.id AS event_id, r.id AS run_id
              FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
-             WHERE e.dedup_key = $1 OR e.content_key = $2
+             WHERE (e.dedup_key = $1 OR e.content_key = $2) AND r.shadow_of IS NULL
              ORDER BY e.received_at ASC, r.created_at ASC LIMIT 1",
         )
         .bind(&event.dedup_key)

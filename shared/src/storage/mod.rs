@@ -20,24 +20,32 @@
 //!   categories) are bound and read back.
 //! - [`ratelimit`]: the LLM and outbound-API rate limits shared by all workers.
 //! - [`console`]: `console_sessions`: browsers signed in to the review console.
+//! - [`prompts`]: `prompt_versions`: the prompt registry (versions, the
+//!   active one, trials at a ratio).
+//! - [`shadow`]: shadow runs and `shadow_comparisons` (a live run and its
+//!   shadow, compared once both are terminal).
+//! - [`eval`]: `faultline eval`'s scratch databases and what it reads of its runs.
 //! - [`sessions`]: `worker_sessions`: a worker's liveness, tied to its
 //!   database session (an advisory lock Postgres drops when it dies).
 
 pub mod baselines;
 pub mod columns;
 pub mod console;
+pub mod eval;
 pub mod events;
 pub mod history;
 pub mod ingest;
 pub mod knowledge;
 pub mod log_fetches;
 pub mod outbox;
+pub mod prompts;
 pub mod ratelimit;
 pub mod reprocess;
 pub mod resolution;
 pub mod review;
 pub mod runs;
 pub mod sessions;
+pub mod shadow;
 pub mod similar;
 pub mod steps;
 pub mod tasks;
@@ -101,6 +109,7 @@ pub fn built_statements() -> Vec<Statement> {
         .into_iter()
         .map(|(name, sql)| (name.to_string(), sql))
         .chain(events::chunk_statements())
+        .chain(eval::statements())
         .map(|(name, sql)| Statement {
             name,
             sql,

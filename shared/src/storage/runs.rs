@@ -91,12 +91,17 @@ pub struct RunRow {
     pub finished_at: Option<DateTime<Utc>>,
     /// W3C trace context of the ingest span: the parent of every step span.
     pub traceparent: Option<String>,
+    /// The prompt registry's version of the run's LLM steps, from its first
+    /// checkpoint on (0: built in; `None`: not decided yet, or heuristic).
+    pub prompt_version: Option<i32>,
+    /// Set on a shadow run: the live run it shadows.
+    pub shadow_of: Option<Uuid>,
 }
 
 const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
     max_attempts, next_attempt_at, last_error, lease_owner, lease_expires_at, lease_epoch, fingerprint,
     category, confidence, result, failure_reason, tokens_in, tokens_out, cost_usd, created_at, updated_at,
-    started_at, finished_at, traceparent";
+    started_at, finished_at, traceparent, prompt_version, shadow_of";
 
 /// The right to write a run's next checkpoint, valid while owner and epoch match.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +124,9 @@ pub struct RunLimits {
     pub max_iterations: i32,
     pub max_attempts: i32,
     pub priority: i32,
+    /// The run gets a shadow run of the other reasoner
+    /// (`FAULTLINE_SHADOW_REASONER`, [`super::shadow`]).
+    pub shadowed: bool,
 }
 
 /// Creates a queued run for `event_id` and pushes its first step task
@@ -150,6 +158,9 @@ pub async fn create_in_tx(
         attempt: 0,
     };
     queue::push_step(tx, after, &first, limits.priority, None).await?;
+    if limits.shadowed {
+        super::shadow::create_in_tx(tx, after, run_id, event_id, limits).await?;
+    }
     Ok(run_id)
 }
 
@@ -295,7 +306,7 @@ const FAIL_ATTEMPT_SET: &str = "
     finished_at = CASE WHEN {t} AND r.attempts + 1 < r.max_attempts THEN NULL ELSE now() END";
 
 const FAIL_RETURNING: &str =
-    "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority";
+    "RETURNING r.id, r.status, r.iteration, r.attempts, r.next_attempt_at, r.priority, r.shadow_of";
 
 /// [`FAIL_ATTEMPT_SET`] with its five parameters numbered from `$first`.
 fn fail_attempt_set(first: usize) -> String {
@@ -315,6 +326,7 @@ struct Failed {
     attempts: i32,
     next_attempt_at: DateTime<Utc>,
     priority: i32,
+    shadow_of: Option<Uuid>,
 }
 
 /// [`record_failure`]'s statement.
@@ -413,8 +425,11 @@ async fn after_failure(
             next_attempt_at: f.next_attempt_at,
         })
     } else {
-        let reason = format!("failed: {error}");
-        review::insert_in_tx(tx, f.id, &reason, None, None).await?;
+        // A shadow run is never reviewed: its comparison records the failure.
+        if f.shadow_of.is_none() {
+            let reason = format!("failed: {error}");
+            review::insert_in_tx(tx, f.id, &reason, None, None).await?;
+        }
         notify_finished(tx, f.id).await?;
         Ok(FailureOutcome::DeadLettered {
             attempt: f.attempts,

@@ -133,7 +133,7 @@ const MATCH_COLUMNS: &str = "r.id AS run_id, r.status, r.category, r.confidence,
 pub(crate) static BY_FINGERPRINT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {MATCH_COLUMNS}, 1::real AS score FROM analysis_runs r
-         WHERE r.fingerprint = $1 AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review')
+         WHERE r.fingerprint = $1 AND r.id <> ALL($2) AND r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review')
            AND r.result IS NOT NULL
          ORDER BY r.finished_at DESC NULLS LAST LIMIT $3"
     )
@@ -160,7 +160,7 @@ pub(crate) static BY_TRIGRAM: LazyLock<String> = LazyLock::new(|| {
     format!("SELECT {MATCH_COLUMNS}, similarity(t.failure_text, $1)::real AS score
          FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id
          WHERE t.failure_text % $1 AND similarity(t.failure_text, $1) >= $4
-           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+           AND r.id <> ALL($2) AND r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
          ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3")
 });
 
@@ -191,7 +191,7 @@ pub(crate) static BY_FULLTEXT: LazyLock<String> = LazyLock::new(|| {
          SELECT {MATCH_COLUMNS}, ts_rank_cd(to_tsvector('english', t.failure_text), q.tsq, 32)::real AS score
          FROM run_failure_texts t JOIN analysis_runs r ON r.id = t.run_id, q
          WHERE q.tsq IS NOT NULL AND to_tsvector('english', t.failure_text) @@ q.tsq
-           AND r.id <> ALL($2) AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
+           AND r.id <> ALL($2) AND r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review') AND r.result IS NOT NULL
          ORDER BY score DESC, r.finished_at DESC NULLS LAST LIMIT $3")
 });
 
@@ -217,12 +217,12 @@ pub async fn by_fulltext(
 /// the same run twice and never `run_id` itself.
 pub async fn tiered(
     pool: &PgPool,
-    run_id: Uuid,
+    exclude: &[Uuid],
     fingerprint: &str,
     text: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<SimilarMatch>> {
-    let mut found = by_fingerprint(pool, fingerprint, &[run_id], limit).await?;
+    let mut found = by_fingerprint(pool, fingerprint, exclude, limit).await?;
     let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(found);
     };
@@ -231,7 +231,9 @@ pub async fn tiered(
         if missing <= 0 {
             break;
         }
-        let exclude: Vec<Uuid> = std::iter::once(run_id)
+        let exclude: Vec<Uuid> = exclude
+            .iter()
+            .copied()
             .chain(found.iter().map(|m| m.run_id))
             .collect();
         let more = match tier {

@@ -159,6 +159,7 @@ async fn bench(
         max_iterations: 5,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
 
     // 1. Unloaded: one run at a time, so each hop is the engine's own latency.
@@ -307,6 +308,7 @@ async fn commit_latency(
         max_iterations: 50,
         max_attempts: 5,
         priority: 10,
+        shadowed: false,
     };
     let runs_needed = commits.div_ceil(per_run);
     let mut run_ids = Vec::new();
@@ -348,7 +350,7 @@ async fn commit_latency(
                             is_final: false,
                             ..Default::default()
                         };
-                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None, tool_audit: None };
+                        let cp = Checkpoint { record: &record, attempt: 0, worker_id: "bench", tool_ms: 0, step_ms: 0, fingerprint: None, failure_text: None, tool_audit: None, arm: "heuristic", prompt_version: None };
                         let t = Instant::now();
                         runs::commit_step(&pool, &broker, &lease, &cp, &Next::Continue, None).await?;
                         samples.push(t.elapsed().as_secs_f64() * 1000.0);

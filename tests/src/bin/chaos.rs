@@ -137,6 +137,7 @@ async fn chaos(url: &str) -> anyhow::Result<()> {
         max_iterations: 6,
         max_attempts: 10,
         priority: queue::PRIORITY_LIVE,
+        shadowed: false,
     };
     let log = faultline_tests::oom_log();
     for i in 0..runs {

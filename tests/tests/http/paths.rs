@@ -20,6 +20,7 @@ const LIMITS: RunLimits = RunLimits {
     max_iterations: 5,
     max_attempts: 5,
     priority: 10,
+    shadowed: false,
 };
 
 /// What a hijacked request would read: it must never reach a stored log.

@@ -6,6 +6,7 @@ mod heuristic;
 pub mod injection;
 pub mod judge;
 pub mod llm;
+pub mod rollout;
 pub mod routing;
 pub mod specifics;
 pub mod verify;
@@ -28,6 +29,8 @@ pub struct AgentState<'a> {
     pub max_iterations: i32,
     /// Names of the tools configured in this worker (routing skips the rest).
     pub tools: &'a [&'a str],
+    /// The run's prompt version, when the LLM reasons for it.
+    pub prompt: Option<&'a rollout::Prompt>,
 }
 
 impl AgentState<'_> {

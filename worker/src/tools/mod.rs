@@ -40,6 +40,9 @@ pub struct ToolContext {
     pub pool: PgPool,
     pub run_id: Uuid,
     pub event_id: Uuid,
+    /// A shadow run's live twin: the same event, so never a "similar past
+    /// failure" of it (nor its reviewer's answer).
+    pub twin: Option<Uuid>,
 }
 
 /// Why a tool call produced no observation. Unlike a step's

@@ -74,10 +74,11 @@ impl Tool for SimilarFailures {
                 None => similar::failure_text(&ctx.pool, ctx.run_id).await?,
             };
             // Human-confirmed answers for this fingerprint come first.
-            let resolved = resolution::by_fingerprint(&ctx.pool, &fingerprint, limit).await?;
+            let mut resolved = resolution::by_fingerprint(&ctx.pool, &fingerprint, limit).await?;
+            resolved.retain(|r| Some(r.run_id) != ctx.twin);
+            let exclude: Vec<_> = std::iter::once(ctx.run_id).chain(ctx.twin).collect();
             let found =
-                similar::tiered(&ctx.pool, ctx.run_id, &fingerprint, text.as_deref(), limit)
-                    .await?;
+                similar::tiered(&ctx.pool, &exclude, &fingerprint, text.as_deref(), limit).await?;
             let (found, weak): (Vec<_>, Vec<_>) = found
                 .into_iter()
                 .partition(similar::SimilarMatch::is_relevant);

@@ -553,7 +553,7 @@ async fn render_item(
     let similar = match &fingerprint {
         Some(fp) => {
             let text = similar::failure_text(&state.pool, item.run_id).await?;
-            similar::tiered(&state.pool, item.run_id, fp, text.as_deref(), 5).await?
+            similar::tiered(&state.pool, &[item.run_id], fp, text.as_deref(), 5).await?
         }
         None => Vec::new(),
     };

@@ -53,6 +53,10 @@ pub struct Checkpoint<'a> {
     pub failure_text: Option<String>,
     /// The audit of the iteration's tool call, if a tool ran.
     pub tool_audit: Option<ToolAudit>,
+    /// The run's arm (the reasoner it was assigned) and its prompt
+    /// version, recorded on the run by its first checkpoint.
+    pub arm: &'a str,
+    pub prompt_version: Option<i32>,
 }
 
 /// How the checkpoint statement audits the iteration's tool call in
@@ -157,6 +161,8 @@ checkpoint_params! {
     keep_secs: f64,
     /// A local tool's call is audited whole ([`ToolAudit::Local`]).
     audit_local: bool,
+    arm: &'a str,
+    prompt_version: Option<i32>,
 }
 
 /// The parts of the checkpoint statement ([`checkpoint_sql`]), with
@@ -174,10 +180,12 @@ WITH r AS (
         confidence = coalesce({confidence}, confidence),
         tokens_in = tokens_in + {tokens_in}, tokens_out = tokens_out + {tokens_out},
         cost_usd = cost_usd + {cost_usd},
-        finished_at = CASE WHEN {finished} THEN now() END, updated_at = now()
+        finished_at = CASE WHEN {finished} THEN now() END, updated_at = now(),
+        reasoner = CASE WHEN iteration = 0 THEN {arm} ELSE reasoner END,
+        prompt_version = CASE WHEN iteration = 0 THEN {prompt_version} ELSE prompt_version END
     WHERE id = {run_id} AND lease_owner = {owner} AND lease_epoch = {epoch}
       AND iteration = {iteration} - 1 AND status = 'running'
-    RETURNING id, priority, status, reprocess_batch, lease_epoch, watched_until
+    RETURNING id, priority, status, reprocess_batch, lease_epoch, watched_until, shadow_of
 ), s AS (
     INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
                            attempt, lease_epoch, worker_id, tool_ms, step_ms,
@@ -221,6 +229,7 @@ ob AS (
     INSERT INTO notification_outbox (id, run_id, kind)
     SELECT {outbox_id}, r.id, r.status FROM r
     WHERE {finished} AND r.status IN ('completed', 'needs_review') AND r.reprocess_batch IS NULL
+      AND r.shadow_of IS NULL
     ON CONFLICT (run_id) DO NOTHING
 )";
 const CHECKPOINT_SELECT: &str = "
@@ -259,7 +268,8 @@ const VARIANTS: usize = 64;
 ///   `apalis.jobs` row, see [`queue::step_job`]); with Redis it is pushed
 ///   after the commit.
 /// - **finished**: its review item (when it goes to review), its outbox row
-///   (live runs) and the notification on [`FINISHED_CHANNEL`].
+///   (live runs; not a shadow run, nor a bulk re-analysis) and the
+///   notification on [`FINISHED_CHANNEL`].
 ///
 /// A run someone watches (`watched_until` in the future: a client of its
 /// event stream, see `runs::watch`) also announces each commit on
@@ -483,6 +493,8 @@ impl<'a> Params<'a> {
             keep: way.keep.is_some(),
             keep_secs: way.keep.unwrap_or_default().as_secs_f64(),
             audit_local: matches!(cp.tool_audit, Some(ToolAudit::Local { .. })),
+            arm: cp.arm,
+            prompt_version: cp.prompt_version,
         }
     }
 }

@@ -166,6 +166,7 @@ async fn one(
         max_iterations: 6,
         max_attempts: 5,
         priority: queue::PRIORITY_LIVE,
+        shadowed: false,
     };
     let log = faultline_tests::oom_log();
     for i in 0..runs {

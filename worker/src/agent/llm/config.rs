@@ -105,6 +105,12 @@ pub struct LlmConfig {
     /// Shared by all workers: concurrent calls and requests per minute.
     pub max_concurrent: Option<i32>,
     pub requests_per_minute: Option<i64>,
+    /// `FAULTLINE_LLM_RATIO`: the share of new live runs this model
+    /// reasons for (the rest get the heuristic reasoner), 1 by default.
+    pub ratio: f64,
+    /// `FAULTLINE_PROMPT_VERSION`: every run of this model uses this prompt
+    /// version, whatever the registry says (evaluations pin one).
+    pub prompt_pin: Option<i32>,
 }
 
 /// `<prefix>PROVIDER`, read first: unset or the role's "off", nothing
@@ -212,6 +218,39 @@ impl Budget {
     }
 }
 
+/// Which runs the reasoner's model gets (the judge has none of these).
+#[derive(Deserialize)]
+#[serde(default)]
+struct Arms {
+    #[serde(rename = "FAULTLINE_LLM_RATIO", deserialize_with = "ratio")]
+    ratio: f64,
+    #[serde(
+        rename = "FAULTLINE_PROMPT_VERSION",
+        deserialize_with = "de::parsed_some"
+    )]
+    prompt_pin: Option<i32>,
+}
+
+impl Default for Arms {
+    fn default() -> Self {
+        Self {
+            ratio: 1.0,
+            prompt_pin: None,
+        }
+    }
+}
+
+/// A share between 0 and 1.
+fn ratio<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::de::Error as _;
+    let value: f64 = de::parsed(d)?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(D::Error::custom("must be between 0 and 1"))
+    }
+}
+
 fn millis_some<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     de::millis(d).map(Some)
 }
@@ -249,10 +288,17 @@ impl LlmConfig {
             )
         })?;
         let retries: Retries = source.load("")?;
-        let budget = match role {
-            Role::Reasoner => source.load("")?,
-            Role::Judge => Budget::judge(),
+        let (budget, arms) = match role {
+            Role::Reasoner => (source.load("")?, source.load::<Arms>("")?),
+            Role::Judge => (Budget::judge(), Arms::default()),
         };
+        if arms.prompt_pin.is_some_and(|v| v < 0) {
+            return Err(ConfigError::new(
+                "FAULTLINE_PROMPT_VERSION",
+                arms.prompt_pin.unwrap_or_default().to_string(),
+                "a version is 0 (built in) or more",
+            ));
+        }
         let base_url = endpoint
             .base_url
             .unwrap_or_else(|| provider.default_base_url().into());
@@ -272,6 +318,8 @@ impl LlmConfig {
             price_out: budget.price_out,
             max_concurrent: budget.max_concurrent.map(|n| n.max(1)),
             requests_per_minute: budget.requests_per_minute.map(|n| n.max(1)),
+            ratio: arms.ratio,
+            prompt_pin: arms.prompt_pin,
         }))
     }
 
@@ -284,6 +332,7 @@ impl LlmConfig {
         }
         names.extend(variables::<Retries>(""));
         names.extend(variables::<Budget>(""));
+        names.extend(variables::<Arms>(""));
         names
     }
 

@@ -13,6 +13,8 @@ pub mod conversation;
 pub mod limit;
 pub mod wire;
 
+use std::borrow::Cow;
+
 use faultline_shared::{
     Category, Evidence,
     types::{FINAL_ANSWER, INVALID_RESPONSE},
@@ -24,7 +26,7 @@ use self::{
     config::LlmConfig,
     wire::{Parsed, Reply},
 };
-use super::{AgentState, Decision, Draft, Reasoned, Reasoner, routing, verify};
+use super::{AgentState, Decision, Draft, Reasoned, Reasoner, rollout::Prompt, routing, verify};
 use crate::{failure::Failure, tools};
 
 pub struct LlmReasoner {
@@ -34,14 +36,17 @@ pub struct LlmReasoner {
     limit: Option<limit::SharedLimit>,
     /// Tool descriptions offered to the model, `final_answer` included.
     tools: Vec<Value>,
-    /// The system prompt with the routing hint for the offered tools.
+    /// The built-in system prompt with the routing hint for the offered tools.
     system: String,
+    /// The routing hint, appended to a registered prompt too.
+    hint: String,
 }
 
 impl LlmReasoner {
     pub fn new(cfg: LlmConfig, mut tools: Vec<Value>, limit: Option<limit::SharedLimit>) -> Self {
         let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-        let system = format!("{}\n{}", conversation::SYSTEM_PROMPT, routing::hint(&names));
+        let hint = routing::hint(&names);
+        let system = format!("{}\n{hint}", conversation::SYSTEM_PROMPT);
         tools.push(conversation::final_answer_tool());
         Self {
             http: client::http_client(&cfg),
@@ -49,7 +54,28 @@ impl LlmReasoner {
             tools,
             limit,
             system,
+            hint,
         }
+    }
+
+    /// The system prompt and tool descriptions of a run's prompt version
+    /// (the built-in ones for version 0).
+    fn prompted(&self, prompt: Option<&Prompt>) -> (Cow<'_, str>, Cow<'_, [Value]>) {
+        let Some(p) = prompt.filter(|p| p.version > 0) else {
+            return (Cow::Borrowed(&self.system), Cow::Borrowed(&self.tools));
+        };
+        let system = match &p.system {
+            Some(text) => Cow::Owned(format!("{text}\n{}", self.hint)),
+            None => Cow::Borrowed(self.system.as_str()),
+        };
+        let mut tools = self.tools.clone();
+        for tool in &mut tools {
+            let name = tool["name"].as_str().unwrap_or_default();
+            if let Some(description) = p.tool_descriptions.get(name) {
+                tool["description"] = Value::String(description.clone());
+            }
+        }
+        (system, Cow::Owned(tools))
     }
 
     async fn decide_inner(&self, state: &AgentState<'_>) -> Result<Reasoned, Failure> {
@@ -60,13 +86,14 @@ impl LlmReasoner {
             .sum();
         let force_final = state.must_answer() || used >= self.cfg.max_tokens_per_run;
         let mut conv = conversation::build(state);
-        conv.system.clone_from(&self.system);
+        let (system, tools) = self.prompted(state.prompt);
+        conv.system = system.into_owned();
         let body = wire::request(
             self.cfg.provider,
             &self.cfg.model,
             self.cfg.max_output_tokens,
             &conv,
-            &self.tools,
+            &tools,
             force_final.then_some(FINAL_ANSWER),
         );
         let response = client::call(&self.http, &self.cfg, self.limit.as_ref(), &body)
@@ -91,6 +118,7 @@ impl LlmReasoner {
         let mut exchange = json!({
             "provider": self.cfg.provider.name(), "model": self.cfg.model, "request": journaled_request(body), "response": raw_body,
             "latency_ms": response.latency_ms, "http_attempts": response.attempts,
+            "prompt_version": state.prompt.map_or(0, |p| p.version),
         });
         let (decision, call_id) = self.interpret(state, parsed.reply, &mut exchange);
         if let Decision::Invalid { error, .. } = &decision {
