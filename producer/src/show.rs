@@ -49,6 +49,17 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
         run.status,
         run.iteration
     )?;
+    // The arm is recorded by the first checkpoint.
+    if run.iteration > 0 {
+        let prompt = run
+            .prompt_version
+            .map(|v| format!(" (prompt version {v})"))
+            .unwrap_or_default();
+        outln!("  reasoner:   {}{prompt}", run.reasoner)?;
+    }
+    if let Some(live) = run.shadow_of {
+        outln!("  shadow of:  {live} (never notified or reviewed; see `faultline shadow report`)")?;
+    }
     if let Some(result) = &run.result {
         outln!(
             "  category:   {}   confidence {:.2}",
