@@ -4,7 +4,7 @@
 #   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk; the review console with 10,000 open items
 #   make bench-latency  the engine at 2 s model latency: 1x64, 1x256, 1x1000, 4x250 slots; efficiency, calls paid twice, connections, RSS, step overhead
 #   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
-#   make eval    the real pipeline on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, by repository half
+#   make eval    `faultline eval` (the real pipeline) on ../shared/data/logchunks-dev (else the bundled samples): excerpt, category, review share, calibration, tokens, wall time, by repository half
 #   make lint    rustfmt + clippy (warnings are errors) + every YAML file under deploy/ parses and agrees with the code
 #   make image   the container image faultline:local (needs Docker; not part of CI)
 #   make fuzz    AFL++ fuzz targets (logs, LLM replies, webhook payloads), FUZZ_SECONDS each (default 60); not part of test or CI
@@ -61,10 +61,12 @@ chaos: setup build-release
 	QUEUE_BACKEND=postgres ./target/release/faultline-chaos
 	QUEUE_BACKEND=redis ./target/release/faultline-chaos
 
-# The real pipeline (scratch database, workers, `faultline analyze`) on every
-# labelled log of $(SHARED)/data/logchunks-dev, or on the bundled samples when
-# that folder is absent: excerpt P/R/F1, category accuracy, auto-completed
-# share and precision, reliability, each figure for both repository halves.
+# `faultline eval` (scratch database, workers, every labelled log ingested
+# as `faultline analyze` does) on $(SHARED)/data/logchunks-dev, or on the
+# bundled samples when that folder is absent; scripts/eval.py adds excerpt
+# P/R/F1 and every figure (category accuracy, auto-completed share and
+# precision, reliability) for both repository halves. EVAL_ARGS="--reasoner
+# openai:MODEL" evaluates a model instead of the heuristic.
 eval: setup build-release
 	@python3 scripts/eval.py --data $(SHARED)/data/logchunks-dev --bin ./target/release $(EVAL_ARGS)
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The diagnosis report behind `make eval`: the real pipeline on labelled CI logs.
 
-It migrates a scratch database, starts workers on it, analyses every labelled
-log with `faultline analyze {path} --json` (one at a time, in file order, as a
-new user would), scores the excerpt with `faultline excerpt {path}`, tears the
-workers and the database down and prints one report:
+The categories come from `faultline eval DATA_DIR --json FILE` (scratch
+database, workers on it, every labelled log ingested as `faultline analyze`
+does, torn down afterwards; its own report is printed first). The excerpt is
+scored with `faultline excerpt {path}`. Then one report:
 
 - excerpt precision / recall / F1 (the formula of ../shared/eval/score_excerpts.py);
 - category accuracy overall, per category and the confusion pairs, the share of
@@ -21,7 +21,9 @@ With no labelled data set (../shared absent) it says so and scores the
 project's bundled samples (samples/README.md names each one's category).
 
 usage: eval.py [--data DIR] [--bin DIR] [--workers N] [--limit N] [--show-wrong K]
-               [--offline] [--json FILE]
+               [--reasoner SPEC] [--offline] [--json FILE]
+  --reasoner  faultline eval's SPEC (heuristic, openai[:MODEL][@PROMPT_VERSION], ...);
+              default: LLM_PROVIDER when it names a model provider, else heuristic
   --offline   skip the pipeline; classify with `faultline diagnose {path} --json`
               (no database: the inner loop while tuning rules)
 """
@@ -140,46 +142,25 @@ def print_report(ex, cat, split, source, show_wrong, wrong):
 
 # ---------------------------------------------------------------- pipeline
 
-class Pipeline:
-    """A scratch database with workers on it, torn down on exit."""
+def faultline_eval(bin_dir, data_dir, args, tmp):
+    """Per-log results of `faultline eval` on `data_dir` (its report printed
+    first), in the order of categories.jsonl."""
+    out = os.path.join(tmp, "faultline-eval.json")
+    cmd = [f"{bin_dir}/faultline", "eval", data_dir, "--reasoner", args.reasoner,
+           "--workers", str(args.workers), "--json", out]
+    if args.limit is not None:
+        cmd += ["--limit", str(args.limit)]
+    sys.stdout.flush()
+    subprocess.run(cmd, check=True)
+    print()
+    doc = json.load(open(out))["configurations"][0]["results"]
+    return [{"repo": r["repo"], "log": r["log"], "category": r["expected"], "got": r["got"],
+             "status": r["status"], "confidence": r["confidence"]} for r in doc]
 
-    def __init__(self, bin_dir, workers):
-        self.bin = bin_dir
-        admin = os.environ.get("FAULTLINE_TEST_ADMIN_URL") or re.sub(
-            r"/[^/?]+(\?.*)?$", r"/postgres\1",
-            os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/faultline"))
-        self.admin = admin
-        self.db = f"faultline_eval_{os.getpid()}"
-        self.url = re.sub(r"/postgres(\?.*)?$", rf"/{self.db}\1", admin)
-        self.env = dict(os.environ, DATABASE_URL=self.url, RUST_LOG="warn")
-        self.workers = []
-        self.n = workers
 
-    def __enter__(self):
-        self.psql(f"create database {self.db}")
-        subprocess.run([f"{self.bin}/faultline", "migrate"], env=self.env, check=True,
-                       stdout=subprocess.DEVNULL)
-        for i in range(self.n):
-            env = dict(self.env, FAULTLINE_WORKER_ID=f"eval-{i}", WORKER_HTTP_ADDR="127.0.0.1:0")
-            self.workers.append(subprocess.Popen([f"{self.bin}/faultline-worker"], env=env,
-                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        return self
-
-    def __exit__(self, *exc):
-        for w in self.workers:
-            w.terminate()
-        for w in self.workers:
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                w.kill()
-        self.psql(f"drop database if exists {self.db} with (force)")
-
-    def psql(self, sql):
-        subprocess.run(["psql", self.admin, "-qXtAc", sql], check=True, stdout=subprocess.DEVNULL)
-
-    def analyze(self, path):
-        return run_json([f"{self.bin}/faultline", "analyze", path, "--json"], env=self.env)
+def default_reasoner():
+    provider = os.environ.get("LLM_PROVIDER", "")
+    return provider if provider in ("openai", "anthropic") else "heuristic"
 
 
 def bundled_samples():
@@ -199,6 +180,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--show-wrong", type=int, default=0)
+    ap.add_argument("--reasoner", default=default_reasoner())
     ap.add_argument("--offline", action="store_true")
     ap.add_argument("--auto-at", type=float, default=0.75,
                     help="offline: diagnosis confidence counted as completed without review")
@@ -215,7 +197,8 @@ def main():
         print(f"eval: {args.data} is absent: scoring the bundled samples only "
               "(no excerpt labels, one 'repository')")
         source = "bundled samples"
-        cat_rows = [{"log": f, "repo": "samples", "category": c, "plain": True} for f, c in bundled_samples()]
+        cat_rows = [{"log": os.path.join(ROOT, "samples", f), "repo": "samples", "category": c, "plain": True}
+                    for f, c in bundled_samples()]
         ex_rows = []
     split_of = halves(cat_rows + ex_rows)
     split = {h: sorted(r for r, x in split_of.items() if x == h) for h in "AB"}
@@ -225,7 +208,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         def local(row, i):
             if row.get("plain"):
-                return os.path.join(ROOT, "samples", row["log"])
+                return row["log"]
             path = os.path.join(tmp, f"{i}-{os.path.basename(row['log'])[:-3]}")
             decompress(args.data, row["log"], path)
             return path
@@ -256,8 +239,16 @@ def main():
                 return doc
             classify(offline)
         else:
-            with Pipeline(bin_dir, args.workers) as pipeline:
-                classify(pipeline.analyze)
+            data_dir = os.path.abspath(args.data)
+            if not have_data:
+                # A labelled folder of the samples: categories.jsonl with their paths.
+                data_dir = os.path.join(tmp, "samples")
+                os.mkdir(data_dir)
+                with open(os.path.join(data_dir, "categories.jsonl"), "w") as f:
+                    for row in cat_rows:
+                        f.write(json.dumps({"log": row["log"], "repo": row["repo"],
+                                            "category": row["category"]}) + "\n")
+            results.extend(faultline_eval(bin_dir, data_dir, args, tmp))
 
     def by_half(rows, score):
         out = {"whole": score(rows)}

@@ -19,6 +19,7 @@ use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
 pub mod browser;
 pub mod fakes;
 pub mod four_step_model;
+pub mod scripted_model;
 use uuid::Uuid;
 
 /// The server tests create their databases on (`FAULTLINE_TEST_ADMIN_URL`,

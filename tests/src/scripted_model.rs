@@ -16,15 +16,16 @@ use regex::Regex;
 use serde_json::{Value, json};
 
 /// The script: the first rule with a matching line decides (causes before
-/// symptoms: the machine, then packages, configuration, code, tests).
+/// symptoms: the machine, then packages, configuration, code, tests, and a
+/// bare `error:` last).
 const RULES: &[(&str, &str)] = &[
     (
         "INFRA_ERROR",
-        r"(?i)timed? ?out|no output has been received|no space left|connection (refused|reset)|could not resolve host|out of memory|killed",
+        r"(?i)timed out|time limit|no output has been received|no space left|connection (refused|reset)|could not resolve host|temporary failure in name resolution|network is unreachable|service unavailable|out of memory|\bkilled\b",
     ),
     (
         "DEPENDENCY_ERROR",
-        r"(?i)could not resolve|unable to resolve|could not find a version|no matching (distribution|version)|version solving failed|modulenotfounderror|npm err! (404|code e404)",
+        r"(?i)could not resolve|unable to resolve|could not find a version|no matching (distribution|version)|version solving failed|modulenotfounderror|npm err! (404|code e404)|(unable to|could not) find (a )?package|failed to (install|download|fetch)|error occurr?ed while installing",
     ),
     (
         "CONFIG_ERROR",
@@ -32,12 +33,14 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "CODE_ERROR",
-        r"(?i)error: cannot find symbol|syntaxerror|error\[e\d+\]|error (ts|cs)\d+|undefined reference to|compilation failed|segmentation fault",
+        r"(?i)cannot find symbol|syntax ?error|parse error|error\[e\d+\]|error (ts|cs)\d+|undefined reference to|compilation (failed|error)|segmentation fault|panicked at|nullpointerexception|typeerror",
     ),
     (
         "TEST_FAILURE",
-        r"(?i)expected .* but (was|got)|assertionerror|assertion failed|tests? failed|\d+ failing|failures: [1-9]",
+        r"(?i)expected .* but (was|got)|assertionerror|assertion failed|assert\.\w+\(\) failure|tests? failed|\d+ failing|failures: [1-9]|\[fail\]|--- fail:|failed \(failures=",
     ),
+    // Last: a compiler's or linter's diagnostic that none of the above explains.
+    ("CODE_ERROR", r"(?i)(^|[\s:])error:"),
 ];
 
 static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
@@ -52,6 +55,10 @@ static LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\{"n":\d+,"text":("(?:[^"\\]|\\.)*")\}"#).expect("a valid pattern")
 });
 
+/// The iteration a tool result reports (`{"iteration":N,"result":…}`).
+static ITERATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\{"iteration":(\d+)"#).expect("a valid pattern"));
+
 /// The category the script gives `lines`, and the line that decided it.
 pub fn classify(lines: &[String]) -> (&'static str, Option<&str>) {
     for (category, rule) in COMPILED.iter() {
@@ -59,7 +66,14 @@ pub fn classify(lines: &[String]) -> (&'static str, Option<&str>) {
             return (category, Some(line));
         }
     }
-    ("UNKNOWN", lines.iter().rev().find(|l| !l.trim().is_empty()).map(String::as_str))
+    (
+        "UNKNOWN",
+        lines
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(String::as_str),
+    )
 }
 
 /// The lines of the excerpt in a tool result's content (complete lines
@@ -96,10 +110,7 @@ pub fn reply(body: &Value) -> Value {
             .filter_map(|m| {
                 let content = m["content"].as_str()?;
                 let lines = excerpt_lines(content);
-                let iteration = Regex::new(r#"^\{"iteration":(\d+)"#)
-                    .ok()?
-                    .captures(content)
-                    .and_then(|c| c[1].parse::<i64>().ok())?;
+                let iteration = ITERATION.captures(content)?[1].parse::<i64>().ok()?;
                 (!lines.is_empty()).then_some((iteration, lines))
             })
             .next()
@@ -150,11 +161,27 @@ mod tests {
 
     #[test]
     fn the_script_names_the_category_of_the_first_rule_that_matches() {
-        let (c, line) = classify(&lines(&["Tests run: 3", "java.lang.AssertionError: expected 1 but was 2"]));
-        assert_eq!((c, line), ("TEST_FAILURE", Some("java.lang.AssertionError: expected 1 but was 2")));
-        let (c, _) = classify(&lines(&["3 tests failed", "Could not resolve dependencies for project"]));
+        let read = lines(&[
+            "Tests run: 3",
+            "java.lang.AssertionError: expected 1 but was 2",
+        ]);
+        let (c, line) = classify(&read);
+        assert_eq!(
+            (c, line),
+            (
+                "TEST_FAILURE",
+                Some("java.lang.AssertionError: expected 1 but was 2")
+            )
+        );
+        let (c, _) = classify(&lines(&[
+            "3 tests failed",
+            "Could not resolve dependencies for project",
+        ]));
         assert_eq!(c, "DEPENDENCY_ERROR");
-        assert_eq!(classify(&lines(&["all good"])), ("UNKNOWN", Some("all good")));
+        assert_eq!(
+            classify(&lines(&["all good"])),
+            ("UNKNOWN", Some("all good"))
+        );
         assert_eq!(classify(&[]), ("UNKNOWN", None));
     }
 
@@ -175,7 +202,10 @@ mod tests {
         assert_eq!(call["name"], "final_answer");
         let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
         assert_eq!(args["category"], "CODE_ERROR");
-        assert_eq!(args["evidence"], json!([{"iteration": 1, "quote": "error: cannot find symbol \"x\""}]));
+        assert_eq!(
+            args["evidence"],
+            json!([{"iteration": 1, "quote": "error: cannot find symbol \"x\""}])
+        );
         assert_eq!(args["confidence"], 0.7);
     }
 }

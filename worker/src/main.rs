@@ -174,6 +174,9 @@ async fn serve_health(addr: std::net::SocketAddr, state: health::HttpState) -> a
     Ok(())
 }
 
+/// [`reasoners`]' answer: the model's reasoner, `LLM_FALLBACK`, the rollout.
+type Reasoners = (Option<Arc<dyn Reasoner>>, bool, Rollout);
+
 /// The configured LLM reasoner (with its shared rate limit), if any;
 /// whether the heuristic takes over when it fails for good
 /// (`LLM_FALLBACK`); and which runs it gets ([`Rollout`]: the ratio, shadow
@@ -184,7 +187,7 @@ fn reasoners(
     pool: &sqlx::PgPool,
     worker_id: &str,
     shadow: Option<ShadowReasoner>,
-) -> anyhow::Result<(Option<Arc<dyn Reasoner>>, bool, Rollout)> {
+) -> anyhow::Result<Reasoners> {
     let cfg = LlmConfig::load(env, Role::Reasoner).context("invalid LLM configuration")?;
     let rollout = Rollout::new(cfg.as_ref(), shadow).context("invalid rollout configuration")?;
     let Some(cfg) = cfg else {

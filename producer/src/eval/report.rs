@@ -34,7 +34,7 @@ pub fn write_json(path: &Path, report: &JsonReport<'_>) -> anyhow::Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("failed to write {}", path.display()))
 }
 
-const LABEL: usize = 34;
+const LABEL: usize = 32;
 
 /// The table, as printed.
 pub fn render(
@@ -48,7 +48,8 @@ pub fn render(
         .map(|c| c.spec.len() + 2)
         .max()
         .unwrap_or(0)
-        .max(20);
+        // `DEPENDENCY->UNKNOWN: 100`, a confusion pair, fits.
+        .max(26);
     let two = configs.len() == 2;
     let mut out = String::new();
     let logs = configs.first().map_or(0, |c| c.summary.logs);

@@ -94,7 +94,7 @@ pub fn summarise(results: &[LogResult]) -> Summary {
         }
     }
     // Stable: equal counts keep their order of first appearance.
-    confusion.sort_by(|a, b| b.2.cmp(&a.2));
+    confusion.sort_by_key(|pair| std::cmp::Reverse(pair.2));
     let auto: Vec<&LogResult> = results.iter().filter(|r| r.status == "completed").collect();
     let auto_right = auto.iter().filter(|r| r.right()).count();
     let mut seconds: Vec<f64> = results.iter().filter_map(|r| r.seconds).collect();

@@ -175,11 +175,24 @@ fn worker_binary() -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
-/// The last `n` lines of a file.
+/// The end of a worker's output: its error and causes (not a backtrace)
+/// when it returned one, else its last `n` lines.
 fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    let from = match lines.iter().rposition(|l| l.starts_with("Error: ")) {
+        Some(at) => at,
+        None => lines.len().saturating_sub(n),
+    };
+    lines[from..]
+        .iter()
+        .take(n)
+        .take_while(|l| !l.starts_with("Stack backtrace:"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_end()
+        .to_string()
 }
 
 /// `url` with its database replaced by `db` (query parameters kept).

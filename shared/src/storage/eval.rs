@@ -20,6 +20,7 @@ impl ScratchName {
         Self(format!("faultline_eval_{pid}_{n}"))
     }
 
+    /// The name, as it is written in SQL.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -72,14 +73,6 @@ pub async fn drop_database(admin: &mut PgConnection, name: &ScratchName) -> sqlx
         .execute(admin)
         .await?;
     Ok(())
-}
-
-/// Whether a database of this name exists on the server.
-pub async fn database_exists(admin: &mut PgConnection, name: &str) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-        .bind(name)
-        .fetch_one(admin)
-        .await
 }
 
 /// Which of `ids` are terminal (completed, needs review or failed); reads only.
