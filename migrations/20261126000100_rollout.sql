@@ -62,3 +62,13 @@ CREATE TABLE prompt_versions (
 );
 CREATE UNIQUE INDEX prompt_versions_one_active ON prompt_versions ((true)) WHERE active;
 CREATE INDEX prompt_versions_name ON prompt_versions (name, version);
+
+-- Runs in flight across the upgrade: their arm (and the built-in prompt,
+-- for a model's run) as their first step recorded it, so a resumed LLM run
+-- stays on the model. Finished runs keep the old default.
+UPDATE analysis_runs r
+SET reasoner = s.reasoner,
+    prompt_version = CASE WHEN s.reasoner <> 'heuristic' THEN 0 END
+FROM run_steps s
+WHERE s.run_id = r.id AND s.iteration = 1
+  AND r.status IN ('queued', 'running', 'retry_wait');

@@ -10,9 +10,11 @@ use sha2::{Digest, Sha256};
 
 /// The reasoner that shadows live runs (`FAULTLINE_SHADOW_REASONER`): a
 /// shadow run analyses the same event with the reasoner the live run did
-/// not get. `Heuristic` shadows LLM runs with the rules; `OpenAi` /
-/// `Anthropic` shadow rule-based runs with that model (the worker's
-/// `LLM_PROVIDER` must name it).
+/// not get. `OpenAi` / `Anthropic` shadow the rules with that model (the
+/// worker's `LLM_PROVIDER`; `FAULTLINE_LLM_RATIO` must leave some live runs
+/// on the rules), `Heuristic` shadows the model's live runs with the rules
+/// (the ratio must send some to the model). With a ratio between 0 and 1
+/// both happen: each run is shadowed by the arm it did not get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShadowReasoner {
     Heuristic,

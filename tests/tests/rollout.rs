@@ -10,7 +10,7 @@ use std::{
 use faultline_shared::{
     queue::Broker,
     rollout,
-    storage::{self, events::NewEvent, runs::RunLimits},
+    storage::{self, events::NewEvent, runs::RunLimits, shadow, similar},
 };
 use faultline_tests::{TestDb, oom_log, run_state, wait_terminal, wait_until};
 use serde_json::{Value, json};
@@ -311,11 +311,33 @@ async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compar
             .await
             .unwrap();
     assert_eq!(live_outbox, 3);
-    // Written once, even when asked again (the reconciler's sweep).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Written once, even when asked again (as the reconciler's sweep does).
     for &run in &live {
+        assert_eq!(shadow::compare(&db.pool, run).await.unwrap(), None);
         assert_eq!(comparisons(&db, run).await, 1);
     }
+    assert!(
+        shadow::compare_pending(&db.pool, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The error library never offers a shadow run (it holds the same
+    // failure's fingerprint as its live twin).
+    let fingerprint: String =
+        sqlx::query_scalar("SELECT fingerprint FROM analysis_runs WHERE shadow_of = $1")
+            .bind(live[0])
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    let offered = similar::tiered(&db.pool, &[], &fingerprint, None, 20)
+        .await
+        .unwrap();
+    assert!(!offered.is_empty());
+    assert!(
+        offered.iter().all(|m| live.contains(&m.run_id)),
+        "{offered:?}"
+    );
     // A redelivery finds the live run, not its shadow, and creates nothing.
     assert_eq!(enqueue(&db, "rj-shadow-0", &shadow_on), live[0]);
     let report = db.cli_ok(&["shadow", "report"], &[]);
@@ -498,6 +520,13 @@ async fn a_prompt_version_is_used_journaled_and_kept_across_a_resume() {
         1,
         "the journaled call was made again"
     );
+    let resumed_by: String =
+        sqlx::query_scalar("SELECT worker_id FROM run_steps WHERE run_id = $1 AND iteration = 2")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(resumed_by, "second", "the run was not resumed");
     let (recorded, journaled): (Option<i32>, Vec<Option<i32>>) = sqlx::query_as(
         "SELECT r.prompt_version,
                 array_agg((s.llm ->> 'prompt_version')::int ORDER BY s.iteration)
@@ -575,4 +604,78 @@ async fn a_prompt_on_trial_takes_the_runs_its_ratio_draws() {
         );
     }
     assert!((5..=25).contains(&on_trial), "{on_trial} of 30 on trial");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_whose_model_fails_for_good_fails_without_falling_back_or_entering_review() {
+    let db = TestDb::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(401).set_body_json(json!({"error": {"message": "bad key"}})),
+        )
+        .mount(&server)
+        .await;
+    let env = [
+        ("LLM_PROVIDER", "openai".to_string()),
+        ("LLM_BASE_URL", server.uri()),
+        ("LLM_MODEL", "fake-model".to_string()),
+        ("LLM_API_KEY", "sk-wrong".to_string()),
+        ("LLM_FALLBACK", "true".to_string()),
+        ("FAULTLINE_LLM_RATIO", "0".to_string()),
+        ("FAULTLINE_SHADOW_REASONER", "openai".to_string()),
+    ];
+    let run = enqueue(&db, "rj-401", &[("FAULTLINE_SHADOW_REASONER", "openai")]);
+    let shadow = shadow_of(&db, run).await;
+    let _worker = db.worker("w1", &refs(&env));
+    wait_compared(&db, run).await;
+    let (status, same): (String, bool) = sqlx::query_as(
+        "SELECT shadow_status, same_category FROM shadow_comparisons WHERE live_run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    // The rules did not answer in the model's place: the pair shows a failure.
+    assert_eq!((status.as_str(), same), ("failed", false));
+    let fell_back: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM run_steps WHERE run_id = $1 AND llm ? 'llm_fallback'",
+    )
+    .bind(shadow)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(fell_back, 0);
+    let items: i64 = sqlx::query_scalar("SELECT count(*) FROM review_items WHERE run_id = $1")
+        .bind(shadow)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(items, 0, "a dead-lettered shadow entered the review queue");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_setting_that_leaves_nothing_to_shadow_is_refused() {
+    let db = TestDb::new().await;
+    let mut worker = db.worker(
+        "w1",
+        &[
+            ("LLM_PROVIDER", "openai"),
+            ("LLM_MODEL", "m"),
+            ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("FAULTLINE_SHADOW_REASONER", "openai"),
+        ],
+    );
+    let status = worker
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the worker exits");
+    assert!(!status.success());
+    assert!(
+        worker
+            .stderr()
+            .contains("every live run is on the model already"),
+        "{}",
+        worker.stderr()
+    );
 }

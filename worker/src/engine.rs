@@ -611,7 +611,10 @@ impl Engine {
         info!(action = %record.action, ?finished, "iteration committed");
         if let Next::Finish(f) = &next {
             tracing::Span::current().record("category", f.category.as_str());
-            metrics::analysis_finished(f.status.as_str(), f.category.as_str());
+            // Shadow runs are the rollout's, not the service's outcomes.
+            if run.shadow_of.is_none() {
+                metrics::analysis_finished(f.status.as_str(), f.category.as_str());
+            }
             metrics::arm_finished(assigned.arm, run.shadow_of.is_some(), f.status.as_str());
             if run.shadow_of.is_some() || self.settings.shadow_reasoner.is_some() {
                 self.compare_shadow(run.id).await;
@@ -724,7 +727,7 @@ impl Engine {
             Err(e) if e.is_transient() => return Err(e),
             Err(e) => e.chain(),
         };
-        if !self.llm_fallback {
+        if !self.llm_fallback || assigned.shadow {
             return Err(Failure::permanent(error));
         }
         warn!(

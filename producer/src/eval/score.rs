@@ -1,5 +1,6 @@
 //! The figures, defined as `../shared/eval/score_categories.py` defines
-//! them: a log is right when the run's category is its label (a run
+//! them (but for the reliability table: routing bands here, tenths there):
+//! a log is right when the run's category is its label (a run
 //! without a category is wrong); "auto" is a run that completed without
 //! review; confusion pairs are counted per (label, got) and listed most
 //! frequent first (ties in order of first appearance, as Python's

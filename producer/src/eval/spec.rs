@@ -108,8 +108,10 @@ impl Spec {
                 "{self}: no model: name one ({provider}:MODEL) or set LLM_MODEL in the environment"
             ),
         }
-        // Every run of this configuration uses the model.
+        // Every run of this configuration uses the model, and only the
+        // model: a run it fails counts as failed, not as the rules' answer.
         set("FAULTLINE_LLM_RATIO", "1");
+        set("LLM_FALLBACK", "false");
         match prompt_version {
             Some(v) => set("FAULTLINE_PROMPT_VERSION", &v.to_string()),
             None => env.remove.push("FAULTLINE_PROMPT_VERSION".into()),
@@ -159,6 +161,7 @@ mod tests {
             ("FAULTLINE_LLM_RATIO", "1"),
             ("FAULTLINE_PROMPT_VERSION", "2"),
             ("FAULTLINE_SHADOW_REASONER", "off"),
+            ("LLM_FALLBACK", "false"),
         ] {
             assert!(env.set.contains(&(k.into(), v.into())), "{k}={v}: {env:?}");
         }

@@ -126,7 +126,7 @@ pub async fn recent_runs(
                 r.tokens_out, r.cost_usd, e.job_name, e.build_number, e.repository, e.log_name,
                 r.created_at, r.finished_at
          FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
-         WHERE ($1::text IS NULL OR r.status = $1)
+         WHERE ($1::text IS NULL OR r.status = $1) AND r.shadow_of IS NULL
          ORDER BY r.created_at DESC, r.id DESC LIMIT $2 OFFSET $3",
     )
     .bind(status.map(|s| s.as_str()))
@@ -172,7 +172,7 @@ pub async fn failure_groups(
                     array_remove(array_agg(DISTINCT e.job_name), NULL) AS jobs,
                     (array_agg(r.id ORDER BY r.created_at DESC, r.id DESC))[1] AS latest_run
              FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
-             WHERE r.fingerprint IS NOT NULL AND r.fingerprint <> ''
+             WHERE r.fingerprint IS NOT NULL AND r.fingerprint <> '' AND r.shadow_of IS NULL
                AND r.created_at > now() - make_interval(days => $1)
              GROUP BY r.fingerprint
              ORDER BY max(r.created_at) DESC, r.fingerprint LIMIT $2 OFFSET $3)
@@ -186,6 +186,7 @@ pub async fn failure_groups(
                  LEFT JOIN (SELECT date_trunc('day', dr.created_at) AS d, count(*) AS n
                             FROM analysis_runs dr
                             WHERE dr.fingerprint = g.fingerprint AND dr.created_at >= current_date - 13
+                              AND dr.shadow_of IS NULL
                             GROUP BY 1) d ON d.d = day.day) AS daily
          FROM g
          JOIN analysis_runs lr ON lr.id = g.latest_run

@@ -34,13 +34,32 @@ pub struct Pending {
 }
 
 /// Starts storing a fetched log for `event_id`, keeping head and tail of
-/// one longer than `max_bytes`.
-pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Pending> {
-    Ok(Pending {
-        tx: pool.begin().await?,
+/// one longer than `max_bytes`; `None` when another run of the event (a
+/// live run and its shadow start together) stored it meanwhile. The fetch
+/// holds the event's lock until it commits, so a second run waits for the
+/// first instead of downloading the log again into chunks that would clash.
+pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Option<Pending>> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended('faultline_log_fetch:' || $1::text, 0))",
+    )
+    .bind(event_id)
+    .execute(&mut *tx)
+    .await?;
+    let fetched: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM log_fetches WHERE event_id = $1)")
+            .bind(event_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if fetched {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    Ok(Some(Pending {
+        tx,
         writer: LogWriter::capped(event_id, max_bytes),
         event_id,
-    })
+    }))
 }
 
 impl Pending {

@@ -71,7 +71,7 @@ const CANDIDATES: &str = "
     JOIN LATERAL (
         SELECT r.id, r.status, r.category FROM analysis_runs r
         WHERE r.event_id = e.id AND r.status IN ('completed', 'needs_review', 'failed')
-          AND r.reprocess_batch IS DISTINCT FROM $1
+          AND r.reprocess_batch IS DISTINCT FROM $1 AND r.shadow_of IS NULL
         ORDER BY r.created_at DESC LIMIT 1) prev ON true
     WHERE e.received_at >= $2 AND e.received_at < $3
       AND ($4::text IS NULL OR prev.category = $4)

@@ -81,7 +81,7 @@ pub async fn compare(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<Compari
               live_root_cause, shadow_root_cause, live_tokens, shadow_tokens, live_cost_usd,
               shadow_cost_usd)
          SELECT l.id, s.id, l.reasoner, s.reasoner, l.status, s.status, l.category, s.category,
-                l.category IS NOT DISTINCT FROM s.category, l.confidence, s.confidence,
+                coalesce(l.category = s.category, false), l.confidence, s.confidence,
                 l.result ->> 'root_cause', s.result ->> 'root_cause',
                 l.tokens_in + l.tokens_out, s.tokens_in + s.tokens_out, l.cost_usd, s.cost_usd
          FROM analysis_runs s JOIN analysis_runs l ON l.id = s.shadow_of
@@ -96,13 +96,14 @@ pub async fn compare(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<Compari
     .await
 }
 
-/// Writes the comparisons of up to `limit` terminal pairs that have none
+/// Writes the comparisons of up to `limit` terminal pairs of the last 7
+/// days that have none
 /// (their finishing worker died first, or both finished at once and
 /// neither saw the other); returns those written.
 pub async fn compare_pending(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Comparison>> {
     let pending: Vec<Uuid> = sqlx::query_scalar(
         "SELECT s.id FROM analysis_runs s JOIN analysis_runs l ON l.id = s.shadow_of
-         WHERE s.shadow_of IS NOT NULL
+         WHERE s.shadow_of IS NOT NULL AND s.created_at > now() - interval '7 days'
            AND s.status IN ('completed', 'needs_review', 'failed')
            AND l.status IN ('completed', 'needs_review', 'failed')
            AND NOT EXISTS (SELECT 1 FROM shadow_comparisons c WHERE c.shadow_run_id = s.id)

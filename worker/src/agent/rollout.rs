@@ -19,7 +19,11 @@ use std::{
 
 use faultline_shared::{
     rollout::{self, HEURISTIC, ShadowReasoner},
-    storage::{events::EventRow, prompts, runs::RunRow},
+    storage::{
+        events::EventRow,
+        prompts,
+        runs::{self, RunRow},
+    },
 };
 use sqlx::PgPool;
 use tracing::warn;
@@ -49,6 +53,9 @@ pub struct Assigned {
     pub llm: bool,
     /// The prompt of an LLM run.
     pub prompt: Option<Arc<Prompt>>,
+    /// A shadow run: no fallback to the rules (the pair would compare the
+    /// rules with themselves); a model that fails for good fails the shadow.
+    pub shadow: bool,
 }
 
 /// The worker's rollout settings and its cache of the prompt registry.
@@ -65,6 +72,21 @@ impl Rollout {
     /// every pair is the LLM, so a model must be configured, and the one
     /// the setting names.
     pub fn new(llm: Option<&LlmConfig>, shadow: Option<ShadowReasoner>) -> anyhow::Result<Self> {
+        // The named reasoner is the shadow of at least some live runs.
+        let ratio = llm.map_or(0.0, |cfg| cfg.ratio);
+        match shadow {
+            Some(ShadowReasoner::Heuristic) if llm.is_some() && ratio <= 0.0 => anyhow::bail!(
+                "FAULTLINE_SHADOW_REASONER=heuristic but FAULTLINE_LLM_RATIO=0: every live run is on the rules already (to shadow the rules with the model, name the model: FAULTLINE_SHADOW_REASONER={})",
+                llm.map_or("openai", |cfg| cfg.provider.name())
+            ),
+            Some(s) if s != ShadowReasoner::Heuristic && llm.is_some() && ratio >= 1.0 => {
+                anyhow::bail!(
+                    "FAULTLINE_SHADOW_REASONER={} but FAULTLINE_LLM_RATIO=1: every live run is on the model already (set FAULTLINE_LLM_RATIO=0 to shadow the rules with it, or FAULTLINE_SHADOW_REASONER=heuristic)",
+                    s.as_str()
+                )
+            }
+            _ => {}
+        }
         match (shadow, llm) {
             (Some(s), None) => anyhow::bail!(
                 "FAULTLINE_SHADOW_REASONER={} needs an LLM reasoner (LLM_PROVIDER): one side of every pair is the model",
@@ -96,6 +118,7 @@ impl Rollout {
         run: &RunRow,
         event: &EventRow,
     ) -> Result<Assigned, Failure> {
+        let shadow = run.shadow_of.is_some();
         let Some((provider, ratio, pin)) = self.llm else {
             if run.iteration > 0 && run.reasoner != HEURISTIC {
                 warn!(
@@ -103,7 +126,7 @@ impl Rollout {
                     "the run's model is not configured on this worker; the heuristic reasoner goes on"
                 );
             }
-            return Ok(heuristic());
+            return Ok(heuristic(shadow));
         };
         let llm = if run.iteration > 0 {
             if run.reasoner != HEURISTIC && run.reasoner != provider {
@@ -113,13 +136,19 @@ impl Rollout {
                 );
             }
             run.reasoner != HEURISTIC
+        } else if let Some(twin) = run.shadow_of {
+            // The arm its live run did not take: as recorded once the live
+            // run has a checkpoint, else as this worker would draw it.
+            let live = match runs::get(pool, twin).await? {
+                Some(live) if live.iteration > 0 => live.reasoner != HEURISTIC,
+                _ => rollout::takes_llm(&event.dedup_key, ratio),
+            };
+            !live
         } else {
-            let live = rollout::takes_llm(&event.dedup_key, ratio);
-            // A shadow run takes the arm its live run did not.
-            live != run.shadow_of.is_some()
+            rollout::takes_llm(&event.dedup_key, ratio)
         };
         if !llm {
-            return Ok(heuristic());
+            return Ok(heuristic(shadow));
         }
         let version = match (pin, run.prompt_version) {
             (_, Some(recorded)) if run.iteration > 0 => recorded,
@@ -133,6 +162,7 @@ impl Rollout {
             arm: provider,
             llm: true,
             prompt: Some(self.prompt(pool, version).await?),
+            shadow,
         })
     }
 
@@ -184,10 +214,11 @@ impl Rollout {
     }
 }
 
-fn heuristic() -> Assigned {
+fn heuristic(shadow: bool) -> Assigned {
     Assigned {
         arm: HEURISTIC,
         llm: false,
         prompt: None,
+        shadow,
     }
 }

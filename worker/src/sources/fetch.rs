@@ -203,7 +203,10 @@ impl LogFetcher {
         event: &EventRow,
         target: &Target,
     ) -> Result<Option<Fetched>, Failure> {
-        let mut pending = log_fetches::begin(pool, event.id, self.max_bytes).await?;
+        let Some(mut pending) = log_fetches::begin(pool, event.id, self.max_bytes).await? else {
+            // Another run of this event (its shadow, or its live twin) stored it.
+            return Ok(log_fetches::get(pool, event.id).await?);
+        };
         let (source, mut detail) = match target {
             Target::GithubJob { repo, job_id } => {
                 let (gh, repo) = self.github(repo)?;

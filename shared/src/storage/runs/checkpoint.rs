@@ -223,7 +223,7 @@ j AS (
 /// that insert.
 const CHECKPOINT_REVIEW_ROWS: &str =
     "SELECT {review_id}, r.id, {review_reason}, {category}, {confidence}
-    FROM r WHERE {review_reason}::text IS NOT NULL";
+    FROM r WHERE {review_reason}::text IS NOT NULL AND r.shadow_of IS NULL";
 const CHECKPOINT_OUTBOX: &str = ",
 ob AS (
     INSERT INTO notification_outbox (id, run_id, kind)
