@@ -17,6 +17,7 @@ use std::{
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgPoolOptions};
 
 pub mod browser;
+pub mod fake_llm;
 pub mod fakes;
 pub mod four_step_model;
 pub mod scripted_model;

@@ -6,107 +6,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use faultline_tests::{TestDb, metric_sample, oom_log, run_state, wait_terminal, wait_until};
+use faultline_tests::{
+    TestDb,
+    fake_llm::{FakeLlm, Seen, Wire, env_refs, tool_call},
+    metric_sample, oom_log, run_state, wait_terminal, wait_until,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
-
-#[derive(Clone, Copy, PartialEq)]
-enum Wire {
-    OpenAi,
-    Anthropic,
-}
-
-type Script = dyn Fn(usize, &Value) -> ResponseTemplate + Send + Sync;
-
-/// One received request: when, for which iteration, its body and headers.
-type Seen = (Instant, usize, Value, Vec<(String, String)>);
-
-/// A fake model: replies by script, records every request it receives.
-#[derive(Clone)]
-struct FakeLlm {
-    wire: Wire,
-    script: Arc<Script>,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Respond for FakeLlm {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let iteration = iteration_of(self.wire, &body);
-        let headers = req
-            .headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
-            .collect();
-        self.seen
-            .lock()
-            .unwrap()
-            .push((Instant::now(), iteration, body.clone(), headers));
-        (self.script)(iteration, &body)
-    }
-}
-
-/// Each journaled iteration adds exactly one assistant message.
-fn iteration_of(_wire: Wire, body: &Value) -> usize {
-    1 + body["messages"]
-        .as_array()
-        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
-}
-
-impl FakeLlm {
-    async fn start(
-        wire: Wire,
-        script: impl Fn(usize, &Value) -> ResponseTemplate + Send + Sync + 'static,
-    ) -> (MockServer, FakeLlm) {
-        let server = MockServer::start().await;
-        let fake = FakeLlm {
-            wire,
-            script: Arc::new(script),
-            seen: Arc::default(),
-        };
-        Mock::given(method("POST"))
-            .respond_with(fake.clone())
-            .mount(&server)
-            .await;
-        (server, fake)
-    }
-
-    fn requests(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn env(&self, server: &MockServer) -> Vec<(String, String)> {
-        let provider = if self.wire == Wire::OpenAi {
-            "openai"
-        } else {
-            "anthropic"
-        };
-        vec![
-            ("LLM_PROVIDER".into(), provider.into()),
-            ("LLM_BASE_URL".into(), server.uri()),
-            ("LLM_MODEL".into(), "fake-model".into()),
-            ("LLM_API_KEY".into(), "sk-test-123".into()),
-            ("LLM_RETRY_BASE_MS".into(), "50".into()),
-            ("LLM_TIMEOUT_MS".into(), "5000".into()),
-        ]
-    }
-}
-
-fn tool_call(wire: Wire, id: &str, name: &str, args: Value) -> ResponseTemplate {
-    let body = match wire {
-        Wire::OpenAi => json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "fake-model",
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-                "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
-        Wire::Anthropic => json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model",
-            "content": [{"type": "text", "text": "Let me look."}, {"type": "tool_use", "id": id, "name": name, "input": args}],
-            "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}}),
-    };
-    ResponseTemplate::new(200).set_body_json(body)
-}
+use wiremock::ResponseTemplate;
 
 /// A competent model: excerpt, knowledge base, then a grounded answer.
 fn good_script(wire: Wire) -> impl Fn(usize, &Value) -> ResponseTemplate + Send + Sync + 'static {
@@ -126,10 +33,6 @@ fn good_script(wire: Wire) -> impl Fn(usize, &Value) -> ResponseTemplate + Send 
                    "evidence": [{"iteration": 1, "quote": "java.lang.OutOfMemoryError: Java heap space"}], "confidence": 0.95}),
         ),
     }
-}
-
-fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
-    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
 async fn run_with(db: &TestDb, env: &[(String, String)]) -> (Uuid, String) {

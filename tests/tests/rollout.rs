@@ -2,28 +2,23 @@
 //! prompt registry, end to end with real workers against fake model
 //! servers in the OpenAI and Anthropic wire formats.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
 use faultline_shared::{
     queue::Broker,
     rollout,
     storage::{self, events::NewEvent, runs::RunLimits, shadow, similar},
 };
-use faultline_tests::{TestDb, oom_log, run_state, wait_terminal, wait_until};
-use serde_json::{Value, json};
+use faultline_tests::{
+    TestDb,
+    fake_llm::{FakeLlm, Wire, env_refs, tool_call},
+    oom_log, run_state, wait_terminal, wait_until,
+};
+use serde_json::json;
 use uuid::Uuid;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
 
-#[derive(Clone, Copy, PartialEq)]
-enum Wire {
-    OpenAi,
-    Anthropic,
-}
-
-/// One request the model received.
+/// One request the model received, as this file reads it.
 #[derive(Clone, Debug)]
 struct Seen {
     /// The failure's job (from the first user message).
@@ -34,65 +29,16 @@ struct Seen {
     excerpt_description: String,
 }
 
-/// A model that reads the excerpt, then answers (grounded, confident);
-/// records who asked with which prompt.
-#[derive(Clone)]
-struct Model {
-    wire: Wire,
-    delay: Duration,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-impl Respond for Model {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        let iteration = 1 + messages.iter().filter(|m| m["role"] == "assistant").count();
-        let first = messages.iter().find(|m| m["role"] == "user");
-        let first = match self.wire {
-            Wire::OpenAi => first.and_then(|m| m["content"].as_str()).map(String::from),
-            Wire::Anthropic => {
-                first.map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
-            }
-        }
-        .unwrap_or_default();
-        let job = first
-            .split('"')
-            .find(|s| s.starts_with("rj-"))
-            .unwrap_or_default()
-            .to_string();
-        let (system, tools) = match self.wire {
-            Wire::OpenAi => (
-                messages[0]["content"].as_str().unwrap_or("").to_string(),
-                body["tools"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|t| t["function"].clone())
-                    .collect::<Vec<_>>(),
-            ),
-            Wire::Anthropic => (
-                body["system"].as_str().unwrap_or("").to_string(),
-                body["tools"].as_array().cloned().unwrap_or_default(),
-            ),
-        };
-        let excerpt_description = tools
-            .iter()
-            .find(|t| t["name"] == "log_excerpt")
-            .and_then(|t| t["description"].as_str())
-            .unwrap_or("")
-            .to_string();
-        self.seen.lock().unwrap().push(Seen {
-            job,
-            iteration,
-            system,
-            excerpt_description,
-        });
-        let (name, args) = if iteration == 1 {
-            ("log_excerpt", json!({"mode": "failure"}))
+/// A model that reads the excerpt, then answers (grounded, confident),
+/// each reply after `delay`.
+async fn start_model(wire: Wire, delay: Duration) -> (MockServer, FakeLlm) {
+    FakeLlm::start(wire, move |iteration, _| {
+        let reply = if iteration == 1 {
+            tool_call(wire, "call_1", "log_excerpt", json!({"mode": "failure"}))
         } else {
-            (
+            tool_call(
+                wire,
+                &format!("call_{iteration}"),
                 "final_answer",
                 json!({"category": "INFRA_ERROR", "root_cause": "The test JVM ran out of heap.",
                        "fix": "Raise -Xmx for the test task.",
@@ -100,69 +46,64 @@ impl Respond for Model {
                        "confidence": 0.95}),
             )
         };
-        let id = format!("call_{iteration}");
-        let body = match self.wire {
-            Wire::OpenAi => json!({
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000, "model": "fake-model",
-                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
-                    "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
-            Wire::Anthropic => json!({
-                "id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model",
-                "content": [{"type": "tool_use", "id": id, "name": name, "input": args}],
-                "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 20}}),
-        };
-        ResponseTemplate::new(200)
-            .set_body_json(body)
-            .set_delay(self.delay)
-    }
+        reply.set_delay(delay)
+    })
+    .await
 }
 
-impl Model {
-    async fn start(wire: Wire, delay: Duration) -> (MockServer, Model) {
-        let server = MockServer::start().await;
-        let model = Model {
-            wire,
-            delay,
-            seen: Arc::default(),
-        };
-        Mock::given(method("POST"))
-            .respond_with(model.clone())
-            .mount(&server)
-            .await;
-        (server, model)
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn calls(&self, job: &str, iteration: usize) -> usize {
-        self.seen()
-            .iter()
-            .filter(|s| s.job == job && s.iteration == iteration)
-            .count()
-    }
-
-    fn env(&self, server: &MockServer) -> Vec<(&'static str, String)> {
-        let provider = match self.wire {
-            Wire::OpenAi => "openai",
-            Wire::Anthropic => "anthropic",
-        };
-        vec![
-            ("LLM_PROVIDER", provider.into()),
-            ("LLM_BASE_URL", server.uri()),
-            ("LLM_MODEL", "fake-model".into()),
-            ("LLM_API_KEY", "sk-test-123".into()),
-            ("LLM_RETRY_BASE_MS", "50".into()),
-            ("LLM_PRICE_INPUT_PER_MTOK", "3".into()),
-            ("LLM_PRICE_OUTPUT_PER_MTOK", "15".into()),
-        ]
-    }
+/// Every request `model` received, read in its wire format.
+fn received(model: &FakeLlm) -> Vec<Seen> {
+    model
+        .requests()
+        .into_iter()
+        .map(|(_, iteration, body, _)| {
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let first = messages.iter().find(|m| m["role"] == "user");
+            let (first, system, tools) = match model.wire {
+                Wire::OpenAi => (
+                    first.and_then(|m| m["content"].as_str()).unwrap_or(""),
+                    messages[0]["content"].as_str().unwrap_or(""),
+                    body["tools"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|t| t["function"].clone())
+                        .collect::<Vec<_>>(),
+                ),
+                Wire::Anthropic => (
+                    first
+                        .and_then(|m| m["content"][0]["text"].as_str())
+                        .unwrap_or(""),
+                    body["system"].as_str().unwrap_or(""),
+                    body["tools"].as_array().cloned().unwrap_or_default(),
+                ),
+            };
+            Seen {
+                job: first
+                    .split('"')
+                    .find(|s| s.starts_with("rj-"))
+                    .unwrap_or_default()
+                    .to_string(),
+                iteration,
+                system: system.to_string(),
+                excerpt_description: tools
+                    .iter()
+                    .find(|t| t["name"] == "log_excerpt")
+                    .and_then(|t| t["description"].as_str())
+                    .unwrap_or("")
+                    .to_string(),
+            }
+        })
+        .collect()
 }
 
-fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+/// How many times `model` was asked for `job`'s `iteration`.
+fn calls(model: &FakeLlm, job: &str, iteration: usize) -> usize {
+    received(model)
+        .iter()
+        .filter(|s| s.job == job && s.iteration == iteration)
+        .count()
 }
 
 /// Enqueues the OOM log as job `job` (build 1); returns the live run.
@@ -226,6 +167,18 @@ async fn comparisons(db: &TestDb, live: Uuid) -> i64 {
         .unwrap()
 }
 
+/// Review items and outbox rows of a run (a shadow run must have neither).
+async fn reviewed_and_notified(db: &TestDb, run: Uuid) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM review_items WHERE run_id = $1),
+                (SELECT count(*) FROM notification_outbox WHERE run_id = $1)",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap()
+}
+
 async fn wait_compared(db: &TestDb, live: Uuid) {
     wait_until(Duration::from_secs(90), || async {
         (comparisons(db, live).await > 0).then_some(())
@@ -236,7 +189,7 @@ async fn wait_compared(db: &TestDb, live: Uuid) {
 #[tokio::test(flavor = "multi_thread")]
 async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compared_once() {
     let db = TestDb::new().await;
-    let (server, model) = Model::start(Wire::OpenAi, Duration::ZERO).await;
+    let (server, model) = start_model(Wire::OpenAi, Duration::ZERO).await;
     let hook = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200))
@@ -244,17 +197,17 @@ async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compar
         .await;
     let mut env = model.env(&server);
     env.extend([
-        ("FAULTLINE_SHADOW_REASONER", "openai".to_string()),
-        ("FAULTLINE_LLM_RATIO", "0".to_string()),
-        ("NOTIFY_WEBHOOK_URL", format!("{}/hook", hook.uri())),
-        ("NOTIFY_ON_REVIEW", "true".to_string()),
-        ("NOTIFY_WEBHOOK_SECRET", "whsec-test".to_string()),
+        ("FAULTLINE_SHADOW_REASONER".into(), "openai".to_string()),
+        ("FAULTLINE_LLM_RATIO".into(), "0".to_string()),
+        ("NOTIFY_WEBHOOK_URL".into(), format!("{}/hook", hook.uri())),
+        ("NOTIFY_ON_REVIEW".into(), "true".to_string()),
+        ("NOTIFY_WEBHOOK_SECRET".into(), "whsec-test".to_string()),
     ]);
     let shadow_on = [("FAULTLINE_SHADOW_REASONER", "openai")];
     let live: Vec<Uuid> = (0..3)
         .map(|i| enqueue(&db, &format!("rj-shadow-{i}"), &shadow_on))
         .collect();
-    let _worker = db.worker("w1", &refs(&env));
+    let _worker = db.worker("w1", &env_refs(&env));
     for (i, &run) in live.iter().enumerate() {
         wait_compared(&db, run).await;
         let shadow = shadow_of(&db, run).await;
@@ -274,18 +227,10 @@ async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compar
         assert_eq!(shadow_priority, faultline_shared::queue::PRIORITY_BULK);
         // The model reasoned for the shadow only: two calls, once each.
         let job = format!("rj-shadow-{i}");
-        assert_eq!((model.calls(&job, 1), model.calls(&job, 2)), (1, 1));
+        assert_eq!((calls(&model, &job, 1), calls(&model, &job, 2)), (1, 1));
         // Never reviewed, never notified: no review item, no outbox row.
-        let (items, outbox): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM review_items WHERE run_id = $1),
-                    (SELECT count(*) FROM notification_outbox WHERE run_id = $1)",
-        )
-        .bind(shadow)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
         assert_eq!(
-            (items, outbox),
+            reviewed_and_notified(&db, shadow).await,
             (0, 0),
             "the shadow run was reviewed or notified"
         );
@@ -316,6 +261,25 @@ async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compar
         assert_eq!(shadow::compare(&db.pool, run).await.unwrap(), None);
         assert_eq!(comparisons(&db, run).await, 1);
     }
+    assert!(
+        shadow::compare_pending(&db.pool, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A pair whose finishing step wrote nothing (its worker died first) is
+    // written by the sweep, once.
+    sqlx::query("DELETE FROM shadow_comparisons WHERE live_run_id = $1")
+        .bind(live[1])
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let swept = shadow::compare_pending(&db.pool, 100).await.unwrap();
+    assert_eq!(
+        swept.iter().map(|c| c.live_run_id).collect::<Vec<_>>(),
+        vec![live[1]]
+    );
+    assert_eq!(comparisons(&db, live[1]).await, 1);
     assert!(
         shadow::compare_pending(&db.pool, 100)
             .await
@@ -360,16 +324,16 @@ async fn shadow_runs_analyse_with_the_model_beside_live_rule_runs_and_are_compar
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shadow_run_survives_kill_9_without_repeating_journaled_model_calls() {
     let db = TestDb::new().await;
-    let (server, model) = Model::start(Wire::OpenAi, Duration::from_millis(300)).await;
+    let (server, model) = start_model(Wire::OpenAi, Duration::from_millis(300)).await;
     let mut env = model.env(&server);
     env.extend([
-        ("FAULTLINE_SHADOW_REASONER", "openai".to_string()),
-        ("FAULTLINE_LLM_RATIO", "0".to_string()),
-        ("FAULTLINE_CHAOS_STEP_DELAY_MS", "800".to_string()),
+        ("FAULTLINE_SHADOW_REASONER".into(), "openai".to_string()),
+        ("FAULTLINE_LLM_RATIO".into(), "0".to_string()),
+        ("FAULTLINE_CHAOS_STEP_DELAY_MS".into(), "800".to_string()),
     ]);
     let run = enqueue(&db, "rj-kill", &[("FAULTLINE_SHADOW_REASONER", "openai")]);
     let shadow = shadow_of(&db, run).await;
-    let mut first = db.worker("first", &refs(&env));
+    let mut first = db.worker("first", &env_refs(&env));
     wait_until(Duration::from_secs(60), || async {
         (run_state(&db.pool, shadow).await.1 >= 1).then_some(())
     })
@@ -377,7 +341,7 @@ async fn a_shadow_run_survives_kill_9_without_repeating_journaled_model_calls() 
     first.kill9();
     let journaled = run_state(&db.pool, shadow).await.1;
     env.pop();
-    let _second = db.worker("second", &refs(&env));
+    let _second = db.worker("second", &env_refs(&env));
     wait_compared(&db, run).await;
     let status = wait_terminal(&db.pool, shadow, Duration::from_secs(5)).await;
     assert!(
@@ -386,32 +350,27 @@ async fn a_shadow_run_survives_kill_9_without_repeating_journaled_model_calls() 
     );
     for iteration in 1..=journaled as usize {
         assert_eq!(
-            model.calls("rj-kill", iteration),
+            calls(&model, "rj-kill", iteration),
             1,
             "iteration {iteration} was journaled before the kill, yet the model was asked again"
         );
     }
     assert_eq!(comparisons(&db, run).await, 1);
-    let items: i64 = sqlx::query_scalar("SELECT count(*) FROM review_items WHERE run_id = $1")
-        .bind(shadow)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(items, 0);
+    assert_eq!(reviewed_and_notified(&db, shadow).await.0, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_anthropic_live_run_is_shadowed_by_the_rules() {
     let db = TestDb::new().await;
-    let (server, model) = Model::start(Wire::Anthropic, Duration::ZERO).await;
+    let (server, model) = start_model(Wire::Anthropic, Duration::ZERO).await;
     let mut env = model.env(&server);
-    env.push(("FAULTLINE_SHADOW_REASONER", "heuristic".to_string()));
+    env.push(("FAULTLINE_SHADOW_REASONER".into(), "heuristic".to_string()));
     let run = enqueue(
         &db,
         "rj-anthropic",
         &[("FAULTLINE_SHADOW_REASONER", "heuristic")],
     );
-    let _worker = db.worker("w1", &refs(&env));
+    let _worker = db.worker("w1", &env_refs(&env));
     wait_compared(&db, run).await;
     let (live, shadow): (String, String) = sqlx::query_as(
         "SELECT live_reasoner, shadow_reasoner FROM shadow_comparisons WHERE live_run_id = $1",
@@ -422,7 +381,7 @@ async fn an_anthropic_live_run_is_shadowed_by_the_rules() {
     .unwrap();
     assert_eq!((live.as_str(), shadow.as_str()), ("anthropic", "heuristic"));
     assert_eq!(
-        model.calls("rj-anthropic", 1),
+        calls(&model, "rj-anthropic", 1),
         1,
         "only the live run asks the model"
     );
@@ -447,12 +406,12 @@ async fn a_worker_without_a_model_refuses_to_shadow() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_ratio_sends_each_event_to_the_arm_its_key_draws_and_records_it() {
     let db = TestDb::new().await;
-    let (server, model) = Model::start(Wire::OpenAi, Duration::ZERO).await;
+    let (server, model) = start_model(Wire::OpenAi, Duration::ZERO).await;
     let runs = ingest_many(&db, "ratio-", 40).await;
     let mut env = model.env(&server);
-    env.push(("FAULTLINE_LLM_RATIO", "0.5".to_string()));
-    env.push(("FAULTLINE_WORKER_CONCURRENCY", "8".to_string()));
-    let _worker = db.worker("w1", &refs(&env));
+    env.push(("FAULTLINE_LLM_RATIO".into(), "0.5".to_string()));
+    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "8".to_string()));
+    let _worker = db.worker("w1", &env_refs(&env));
     let mut llm = 0;
     for (key, run) in &runs {
         wait_terminal(&db.pool, *run, Duration::from_secs(90)).await;
@@ -468,7 +427,7 @@ async fn the_ratio_sends_each_event_to_the_arm_its_key_draws_and_records_it() {
             "heuristic"
         };
         assert_eq!(arm, expected, "{key}");
-        let asked = model.calls(&format!("rj-{key}"), 1);
+        let asked = calls(&model, &format!("rj-{key}"), 1);
         assert_eq!(asked, usize::from(expected == "openai"), "{key}");
     }
     assert!((10..=30).contains(&llm), "{llm} of 40 on the model");
@@ -490,20 +449,19 @@ async fn a_prompt_version_is_used_journaled_and_kept_across_a_resume() {
     );
     assert_eq!(version, "1");
     db.cli_ok(&["prompt", "activate", "triage"], &[]);
-    let (server, model) = Model::start(Wire::OpenAi, Duration::ZERO).await;
+    let (server, model) = start_model(Wire::OpenAi, Duration::ZERO).await;
     let mut env = model.env(&server);
-    env.push(("FAULTLINE_CHAOS_STEP_DELAY_MS", "1500".to_string()));
+    env.push(("FAULTLINE_CHAOS_STEP_DELAY_MS".into(), "1500".to_string()));
     let run = enqueue(&db, "rj-prompt", &[]);
-    let mut first = db.worker("first", &refs(&env));
+    let mut first = db.worker("first", &env_refs(&env));
     db.committed_at(run, 1).await;
     // The registry moves on while the run is held; the run keeps its prompt.
     db.cli_ok(&["prompt", "activate", "0"], &[]);
     first.kill9();
     env.pop();
-    let _second = db.worker("second", &refs(&env));
+    let _second = db.worker("second", &env_refs(&env));
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
-    let seen: Vec<Seen> = model
-        .seen()
+    let seen: Vec<Seen> = received(&model)
         .into_iter()
         .filter(|s| s.job == "rj-prompt")
         .collect();
@@ -516,7 +474,7 @@ async fn a_prompt_version_is_used_journaled_and_kept_across_a_resume() {
         );
     }
     assert_eq!(
-        model.calls("rj-prompt", 1),
+        calls(&model, "rj-prompt", 1),
         1,
         "the journaled call was made again"
     );
@@ -542,8 +500,7 @@ async fn a_prompt_version_is_used_journaled_and_kept_across_a_resume() {
     // A new run gets the built-in prompt now.
     let later = enqueue(&db, "rj-prompt-later", &[]);
     wait_terminal(&db.pool, later, Duration::from_secs(60)).await;
-    let later_seen = model
-        .seen()
+    let later_seen = received(&model)
         .into_iter()
         .find(|s| s.job == "rj-prompt-later")
         .unwrap();
@@ -575,11 +532,11 @@ async fn a_prompt_on_trial_takes_the_runs_its_ratio_draws() {
         list.contains("trial 0.5") && list.contains("(built in)"),
         "{list}"
     );
-    let (server, model) = Model::start(Wire::OpenAi, Duration::ZERO).await;
+    let (server, model) = start_model(Wire::OpenAi, Duration::ZERO).await;
     let runs = ingest_many(&db, "trial-", 30).await;
     let mut env = model.env(&server);
-    env.push(("FAULTLINE_WORKER_CONCURRENCY", "8".to_string()));
-    let _worker = db.worker("w1", &refs(&env));
+    env.push(("FAULTLINE_WORKER_CONCURRENCY".into(), "8".to_string()));
+    let _worker = db.worker("w1", &env_refs(&env));
     let mut on_trial = 0;
     for (key, run) in &runs {
         wait_terminal(&db.pool, *run, Duration::from_secs(90)).await;
@@ -592,8 +549,7 @@ async fn a_prompt_on_trial_takes_the_runs_its_ratio_draws() {
         let expected = rollout::prompt_for(key, &[(1, 0.5)], 0);
         assert_eq!(version, Some(expected), "{key}");
         on_trial += usize::from(expected == 1);
-        let seen = model
-            .seen()
+        let seen = received(&model)
             .into_iter()
             .find(|s| s.job == format!("rj-{key}"))
             .unwrap();
@@ -616,18 +572,19 @@ async fn a_shadow_whose_model_fails_for_good_fails_without_falling_back_or_enter
         )
         .mount(&server)
         .await;
+    let uri = server.uri();
     let env = [
-        ("LLM_PROVIDER", "openai".to_string()),
-        ("LLM_BASE_URL", server.uri()),
-        ("LLM_MODEL", "fake-model".to_string()),
-        ("LLM_API_KEY", "sk-wrong".to_string()),
-        ("LLM_FALLBACK", "true".to_string()),
-        ("FAULTLINE_LLM_RATIO", "0".to_string()),
-        ("FAULTLINE_SHADOW_REASONER", "openai".to_string()),
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", uri.as_str()),
+        ("LLM_MODEL", "fake-model"),
+        ("LLM_API_KEY", "sk-wrong"),
+        ("LLM_FALLBACK", "true"),
+        ("FAULTLINE_LLM_RATIO", "0"),
+        ("FAULTLINE_SHADOW_REASONER", "openai"),
     ];
     let run = enqueue(&db, "rj-401", &[("FAULTLINE_SHADOW_REASONER", "openai")]);
     let shadow = shadow_of(&db, run).await;
-    let _worker = db.worker("w1", &refs(&env));
+    let _worker = db.worker("w1", &env);
     wait_compared(&db, run).await;
     let (status, same): (String, bool) = sqlx::query_as(
         "SELECT shadow_status, same_category FROM shadow_comparisons WHERE live_run_id = $1",
@@ -646,12 +603,11 @@ async fn a_shadow_whose_model_fails_for_good_fails_without_falling_back_or_enter
     .await
     .unwrap();
     assert_eq!(fell_back, 0);
-    let items: i64 = sqlx::query_scalar("SELECT count(*) FROM review_items WHERE run_id = $1")
-        .bind(shadow)
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
-    assert_eq!(items, 0, "a dead-lettered shadow entered the review queue");
+    assert_eq!(
+        reviewed_and_notified(&db, shadow).await.0,
+        0,
+        "a dead-lettered shadow entered the review queue"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

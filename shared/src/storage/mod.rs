@@ -73,10 +73,12 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 30] = [
+    let named: [(&str, &'static str); 34] = [
         ("events::GET", &events::GET),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
+        ("prompts::GET", &prompts::GET),
+        ("prompts::LIST", &prompts::LIST),
         ("reprocess::FIND", &reprocess::FIND),
         ("reprocess::GET", &reprocess::GET),
         ("reprocess::OPEN", &reprocess::OPEN),
@@ -96,6 +98,8 @@ pub fn built_statements() -> Vec<Statement> {
         ("runs::RECORD_FAILURE", &runs::RECORD_FAILURE),
         ("runs::RECONCILE_EXPIRED", &runs::RECONCILE_EXPIRED),
         ("runs::RECONCILE_DEAD", &runs::RECONCILE_DEAD),
+        ("shadow::COMPARE", &shadow::COMPARE),
+        ("shadow::COMPARE_PENDING", &shadow::COMPARE_PENDING),
         ("similar::BY_FINGERPRINT", &similar::BY_FINGERPRINT),
         ("similar::BY_TRIGRAM", &similar::BY_TRIGRAM),
         ("similar::BY_FULLTEXT", &similar::BY_FULLTEXT),

@@ -3,6 +3,8 @@
 //! changes is which version is active and which are on trial at a ratio.
 //! Version 0 is the built-in prompt and has no row.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -70,27 +72,29 @@ pub async fn insert_copy(pool: &PgPool, p: &PromptVersion) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// The columns of a [`PromptVersion`].
+const PROMPT_COLUMNS: &str = "version, name, system_prompt, tool_descriptions, created_at,
+    created_by, ratio, active, activated_at";
+
+/// [`list`]'s statement.
+pub(crate) static LIST: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {PROMPT_COLUMNS} FROM prompt_versions ORDER BY version"));
+
+/// [`get`]'s statement.
+pub(crate) static GET: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {PROMPT_COLUMNS} FROM prompt_versions WHERE version = $1"));
+
 /// Every version, oldest first.
 pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<PromptVersion>> {
-    sqlx::query_as(
-        "SELECT version, name, system_prompt, tool_descriptions, created_at, created_by, ratio,
-                active, activated_at
-         FROM prompt_versions ORDER BY version",
-    )
-    .fetch_all(pool)
-    .await
+    sqlx::query_as(LIST.as_str()).fetch_all(pool).await
 }
 
 /// One version.
 pub async fn get(pool: &PgPool, version: i32) -> sqlx::Result<Option<PromptVersion>> {
-    sqlx::query_as(
-        "SELECT version, name, system_prompt, tool_descriptions, created_at, created_by, ratio,
-                active, activated_at
-         FROM prompt_versions WHERE version = $1",
-    )
-    .bind(version)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(GET.as_str())
+        .bind(version)
+        .fetch_optional(pool)
+        .await
 }
 
 /// The version a user names: a number, or the newest version of a name.

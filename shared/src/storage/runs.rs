@@ -131,25 +131,53 @@ pub struct RunLimits {
 
 /// Creates a queued run for `event_id` and pushes its first step task
 /// (inside `tx`, or into `after` with the Redis broker), recording the
-/// current span's trace context on the run.
+/// current span's trace context on the run; with `limits.shadowed`, its
+/// shadow run too ([`super::shadow`]).
 pub async fn create_in_tx(
     tx: &mut Transaction<'_, Postgres>,
     after: &mut AfterCommit<'_>,
     event_id: Uuid,
     limits: RunLimits,
 ) -> anyhow::Result<Uuid> {
+    let run_id = insert_in_tx(tx, after, event_id, limits, limits.priority, None).await?;
+    if limits.shadowed {
+        // Same event and limits, bulk priority: it must never hold up live work.
+        insert_in_tx(
+            tx,
+            after,
+            event_id,
+            limits,
+            queue::PRIORITY_BULK,
+            Some(run_id),
+        )
+        .await?;
+    }
+    Ok(run_id)
+}
+
+/// One queued run (the shadow of `shadow_of` when given) and its first
+/// step task.
+async fn insert_in_tx(
+    tx: &mut Transaction<'_, Postgres>,
+    after: &mut AfterCommit<'_>,
+    event_id: Uuid,
+    limits: RunLimits,
+    priority: i32,
+    shadow_of: Option<Uuid>,
+) -> anyhow::Result<Uuid> {
     let run_id = Uuid::now_v7();
     sqlx::query(
-        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts, traceparent)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts, traceparent, shadow_of)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(run_id)
     .bind(event_id)
-    .bind(limits.priority)
+    .bind(priority)
     .bind(limits.max_iterations)
     .bind(limits.max_attempts)
     // The caller's span (ingest) becomes the root of the run's trace.
     .bind(crate::telemetry::current_traceparent())
+    .bind(shadow_of)
     .execute(&mut **tx)
     .await?;
     let first = StepTask {
@@ -157,10 +185,7 @@ pub async fn create_in_tx(
         iteration: 1,
         attempt: 0,
     };
-    queue::push_step(tx, after, &first, limits.priority, None).await?;
-    if limits.shadowed {
-        super::shadow::create_in_tx(tx, after, run_id, event_id, limits).await?;
-    }
+    queue::push_step(tx, after, &first, priority, None).await?;
     Ok(run_id)
 }
 

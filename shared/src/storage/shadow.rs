@@ -1,51 +1,15 @@
 //! Shadow runs (`analysis_runs.shadow_of`) and `shadow_comparisons`: a
 //! shadow run analyses a live run's event with the other reasoner, at bulk
-//! priority, and is never notified or reviewed; when both are terminal one
+//! priority (created with its live run by [`super::runs::create_in_tx`]),
+//! and is never notified or reviewed; when both are terminal one
 //! comparison row is written ([`compare`], or [`compare_pending`] for
 //! pairs whose finishing worker died or raced the other).
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::PgPool;
 use uuid::Uuid;
-
-use super::runs::RunLimits;
-use crate::{
-    queue::{self, AfterCommit},
-    types::StepTask,
-};
-
-/// Creates the shadow run of `live_run` (same event, same limits, bulk
-/// priority) and pushes its first step task, inside the live run's
-/// transaction.
-pub async fn create_in_tx(
-    tx: &mut Transaction<'_, Postgres>,
-    after: &mut AfterCommit<'_>,
-    live_run: Uuid,
-    event_id: Uuid,
-    limits: RunLimits,
-) -> anyhow::Result<Uuid> {
-    let run_id = Uuid::now_v7();
-    sqlx::query(
-        "INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts, traceparent, shadow_of)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(run_id)
-    .bind(event_id)
-    .bind(queue::PRIORITY_BULK)
-    .bind(limits.max_iterations)
-    .bind(limits.max_attempts)
-    .bind(crate::telemetry::current_traceparent())
-    .bind(live_run)
-    .execute(&mut **tx)
-    .await?;
-    let first = StepTask {
-        run_id,
-        iteration: 1,
-        attempt: 0,
-    };
-    queue::push_step(tx, after, &first, queue::PRIORITY_BULK, None).await?;
-    Ok(run_id)
-}
 
 /// One comparison of a live run and its shadow.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -70,53 +34,57 @@ pub struct Comparison {
     pub compared_at: DateTime<Utc>,
 }
 
+/// The comparison rows of the pairs (`s` the shadow, `l` its live run)
+/// the `WHERE` clause that follows picks, skipping those written already.
+const COMPARE_PAIRS: &str = "INSERT INTO shadow_comparisons
+         (live_run_id, shadow_run_id, live_reasoner, shadow_reasoner, live_status, shadow_status,
+          live_category, shadow_category, same_category, live_confidence, shadow_confidence,
+          live_root_cause, shadow_root_cause, live_tokens, shadow_tokens, live_cost_usd,
+          shadow_cost_usd)
+     SELECT l.id, s.id, l.reasoner, s.reasoner, l.status, s.status, l.category, s.category,
+            coalesce(l.category = s.category, false), l.confidence, s.confidence,
+            l.result ->> 'root_cause', s.result ->> 'root_cause',
+            l.tokens_in + l.tokens_out, s.tokens_in + s.tokens_out, l.cost_usd, s.cost_usd
+     FROM analysis_runs s JOIN analysis_runs l ON l.id = s.shadow_of
+     WHERE s.status IN ('completed', 'needs_review', 'failed')
+       AND l.status IN ('completed', 'needs_review', 'failed')";
+
+/// [`compare`]'s statement.
+pub(crate) static COMPARE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{COMPARE_PAIRS} AND (s.id = $1 OR s.shadow_of = $1) ON CONFLICT DO NOTHING RETURNING *"
+    )
+});
+
+/// [`compare_pending`]'s statement.
+pub(crate) static COMPARE_PENDING: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{COMPARE_PAIRS} AND s.shadow_of IS NOT NULL AND s.created_at > now() - interval '7 days'
+           AND NOT EXISTS (SELECT 1 FROM shadow_comparisons c WHERE c.shadow_run_id = s.id)
+         LIMIT $1
+         ON CONFLICT DO NOTHING RETURNING *"
+    )
+});
+
 /// Writes the comparison of the pair `run_id` belongs to (either side) if
 /// both runs are terminal and it is not written yet; returns it when this
 /// call wrote it.
 pub async fn compare(pool: &PgPool, run_id: Uuid) -> sqlx::Result<Option<Comparison>> {
-    sqlx::query_as(
-        "INSERT INTO shadow_comparisons
-             (live_run_id, shadow_run_id, live_reasoner, shadow_reasoner, live_status, shadow_status,
-              live_category, shadow_category, same_category, live_confidence, shadow_confidence,
-              live_root_cause, shadow_root_cause, live_tokens, shadow_tokens, live_cost_usd,
-              shadow_cost_usd)
-         SELECT l.id, s.id, l.reasoner, s.reasoner, l.status, s.status, l.category, s.category,
-                coalesce(l.category = s.category, false), l.confidence, s.confidence,
-                l.result ->> 'root_cause', s.result ->> 'root_cause',
-                l.tokens_in + l.tokens_out, s.tokens_in + s.tokens_out, l.cost_usd, s.cost_usd
-         FROM analysis_runs s JOIN analysis_runs l ON l.id = s.shadow_of
-         WHERE (s.id = $1 OR s.shadow_of = $1)
-           AND s.status IN ('completed', 'needs_review', 'failed')
-           AND l.status IN ('completed', 'needs_review', 'failed')
-         ON CONFLICT DO NOTHING
-         RETURNING *",
-    )
-    .bind(run_id)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as(COMPARE.as_str())
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await
 }
 
-/// Writes the comparisons of up to `limit` terminal pairs of the last 7
-/// days that have none
-/// (their finishing worker died first, or both finished at once and
-/// neither saw the other); returns those written.
+/// Writes, in one statement, the comparisons of up to `limit` terminal
+/// pairs of the last 7 days that have none (their finishing worker died
+/// first, or both finished at once and neither saw the other); returns
+/// those written.
 pub async fn compare_pending(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Comparison>> {
-    let pending: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT s.id FROM analysis_runs s JOIN analysis_runs l ON l.id = s.shadow_of
-         WHERE s.shadow_of IS NOT NULL AND s.created_at > now() - interval '7 days'
-           AND s.status IN ('completed', 'needs_review', 'failed')
-           AND l.status IN ('completed', 'needs_review', 'failed')
-           AND NOT EXISTS (SELECT 1 FROM shadow_comparisons c WHERE c.shadow_run_id = s.id)
-         LIMIT $1",
-    )
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    let mut written = Vec::new();
-    for id in pending {
-        written.extend(compare(pool, id).await?);
-    }
-    Ok(written)
+    sqlx::query_as(COMPARE_PENDING.as_str())
+        .bind(limit)
+        .fetch_all(pool)
+        .await
 }
 
 /// The comparisons written since `since`, oldest first.
