@@ -24,7 +24,7 @@ use faultline_shared::{
     FinalAnswer, Settings, StepRecord, StepTask, metrics,
     queue::{self, Broker},
     storage::{
-        events,
+        events, log_fetches,
         runs::{
             self, Backoff, Checkpoint, CommitOutcome, FailureOutcome, Finish, Lease, Next,
             ToolAudit,
@@ -422,9 +422,14 @@ impl Engine {
             ))
         })?;
         let event = if run.iteration == 0 {
-            let event = self.ensure_log(lease, event).await?;
+            // What is recorded already: one read for both fetches.
+            let sources = log_fetches::sources(&self.pool, event.id).await?;
+            let (event, fetched) = self.ensure_log(lease, event, &sources).await?;
             // Issue 13: the last green log of the job, the excerpt's baseline.
-            let baseline = self.log_fetch.ensure_baseline(&self.pool, lease, &event);
+            let log = fetched.as_ref().or(sources.log.as_ref());
+            let baseline = self
+                .log_fetch
+                .ensure_baseline(&self.pool, lease, &event, &sources, log);
             // Only the database or a lost lease fails it: worth a retry.
             baseline
                 .await
@@ -684,12 +689,20 @@ impl Engine {
         &self,
         lease: &Lease,
         event: events::EventRow,
-    ) -> Result<events::EventRow, Failure> {
-        match self.log_fetch.ensure(&self.pool, lease, &event).await? {
-            None => Ok(event),
-            Some(_) => events::get(&self.pool, event.id)
-                .await?
-                .ok_or_else(|| Failure::permanent(format!("event {} vanished", event.id))),
+        sources: &log_fetches::Sources,
+    ) -> Result<(events::EventRow, Option<log_fetches::Fetched>), Failure> {
+        match self
+            .log_fetch
+            .ensure(&self.pool, lease, &event, sources)
+            .await?
+        {
+            None => Ok((event, None)),
+            Some(fetched) => {
+                let event = events::get(&self.pool, event.id)
+                    .await?
+                    .ok_or_else(|| Failure::permanent(format!("event {} vanished", event.id)))?;
+                Ok((event, Some(fetched)))
+            }
         }
     }
 

@@ -81,8 +81,10 @@ impl ChunkSql {
             insert: format!("INSERT INTO {table} (event_id, seq, data_gz) VALUES ($1, $2, $3)"),
             delete: format!("DELETE FROM {table} WHERE event_id = $1 AND seq = $2"),
             next: format!(
-                "SELECT seq, data_gz FROM {table} WHERE event_id = $1 AND seq >= $2
-         ORDER BY seq LIMIT 1"
+                "SELECT seq, data_gz,
+                        NOT EXISTS (SELECT 1 FROM {table} n WHERE n.event_id = $1 AND n.seq > c.seq)
+                 FROM {table} c WHERE event_id = $1 AND seq >= $2
+                 ORDER BY seq LIMIT 1"
             ),
         }
     }
@@ -336,23 +338,15 @@ pub async fn payload(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Value>> {
         .await
 }
 
-/// Reads the first compressed log chunk at or after `seq` (a capped log
-/// has gaps), with its number.
-pub async fn next_chunk(
-    pool: &PgPool,
-    event_id: Uuid,
-    seq: i32,
-) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
-    next_chunk_of(pool, LogKind::Failure, event_id, seq).await
-}
-
-/// [`next_chunk`] of either of an event's logs.
+/// Reads the first compressed log chunk at or after `seq` of either of an
+/// event's logs (a capped log has gaps), with its number and whether it is
+/// the last one (so a reader needs no query to find the end).
 pub async fn next_chunk_of(
     pool: &PgPool,
     kind: LogKind,
     event_id: Uuid,
     seq: i32,
-) -> sqlx::Result<Option<(i32, Vec<u8>)>> {
+) -> sqlx::Result<Option<(i32, Vec<u8>, bool)>> {
     sqlx::query_as(kind.chunk_sql().next.as_str())
         .bind(event_id)
         .bind(seq)
@@ -405,11 +399,12 @@ impl StoredLogReader {
             .map_err(io::Error::other)?;
         match fetched {
             None => self.done = true,
-            Some((seq, gz)) => {
+            Some((seq, gz, last)) => {
                 self.chunk.clear();
                 GzDecoder::new(&gz[..]).read_to_end(&mut self.chunk)?;
                 self.pos = 0;
                 self.next_seq = seq + 1;
+                self.done = last;
             }
         }
         Ok(())

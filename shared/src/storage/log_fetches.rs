@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{events::LogWriter, runs::Lease};
+use super::{baselines::BaselineRow, events::LogWriter, runs::Lease};
 
 /// What a fetch stored.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -16,6 +16,75 @@ pub struct Fetched {
     pub bytes: i64,
     pub truncated: bool,
     pub detail: Value,
+}
+
+/// What a run's first iteration decides its fetches by, read in one
+/// statement: the event's payload, the log fetch and the baseline recorded
+/// for it (if any).
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub payload: Value,
+    pub log: Option<Fetched>,
+    pub baseline: Option<BaselineRow>,
+}
+
+type SourcesRow = (
+    Option<Value>,
+    Option<String>,
+    Option<i64>,
+    Option<bool>,
+    Option<Value>,
+    Option<String>,
+    Option<i64>,
+    Option<bool>,
+    Option<String>,
+    Option<Value>,
+);
+
+/// Reads an event's [`Sources`] (all empty if the event is gone).
+pub async fn sources(pool: &PgPool, event_id: Uuid) -> sqlx::Result<Sources> {
+    let row: Option<SourcesRow> = sqlx::query_as(
+        "SELECT e.payload, f.source, f.bytes, f.truncated, f.detail,
+                b.source, b.bytes, b.truncated, b.reason, b.detail
+         FROM failure_events e
+         LEFT JOIN log_fetches f ON f.event_id = e.id
+         LEFT JOIN baseline_fetches b ON b.event_id = e.id
+         WHERE e.id = $1",
+    )
+    .bind(event_id)
+    .fetch_optional(pool)
+    .await?;
+    let Some((
+        payload,
+        f_source,
+        f_bytes,
+        f_truncated,
+        f_detail,
+        b_source,
+        b_bytes,
+        b_truncated,
+        b_reason,
+        b_detail,
+    )) = row
+    else {
+        return Ok(Sources::default());
+    };
+    Ok(Sources {
+        payload: payload.unwrap_or_default(),
+        log: f_source.map(|source| Fetched {
+            source,
+            bytes: f_bytes.unwrap_or_default(),
+            truncated: f_truncated.unwrap_or_default(),
+            detail: f_detail.unwrap_or_default(),
+        }),
+        baseline: b_source.map(|source| BaselineRow {
+            source,
+            bytes: b_bytes,
+            truncated: b_truncated.unwrap_or_default(),
+            reason: b_reason,
+            detail: b_detail.unwrap_or_default(),
+        }),
+    })
 }
 
 /// Reads the fetch recorded for an event, if any.

@@ -20,8 +20,8 @@
 use crate::failure::Failure;
 use faultline_shared::storage::{
     baselines::{self, Pending},
-    events::{self, EventRow},
-    log_fetches,
+    events::EventRow,
+    log_fetches::{Fetched, Sources},
     runs::Lease,
 };
 use reqwest::Response;
@@ -118,20 +118,22 @@ impl From<ApiError> for Miss {
 
 impl LogFetcher {
     /// Stores the last green log of the event's job, or why there is none,
-    /// unless that was recorded already. Only a database failure (or a lost
-    /// lease) is an error.
+    /// unless that was recorded already (`sources`: what is recorded for
+    /// the event; `log`: its log fetch, if one was made, now included).
+    /// Only a database failure (or a lost lease) is an error.
     pub async fn ensure_baseline(
         &self,
         pool: &PgPool,
         lease: &Lease,
         event: &EventRow,
+        sources: &Sources,
+        log: Option<&Fetched>,
     ) -> Result<(), Failure> {
-        let payload = events::payload(pool, event.id).await?.unwrap_or_default();
-        let fetched = log_fetches::get(pool, event.id).await?.map(|f| f.detail);
-        let Some(target) = target(event, &payload, fetched.as_ref()) else {
+        let fetched = log.map(|f| &f.detail);
+        let Some(target) = target(event, &sources.payload, fetched) else {
             return Ok(());
         };
-        if baselines::get(pool, event.id).await?.is_some() {
+        if sources.baseline.is_some() {
             return Ok(());
         }
         let source = target.source();

@@ -13,8 +13,8 @@
 use std::{sync::Arc, time::Duration};
 
 use faultline_shared::storage::{
-    events::{self, EventRow},
-    log_fetches::{self, Fetched, Pending},
+    events::EventRow,
+    log_fetches::{self, Fetched, Pending, Sources},
     runs::Lease,
 };
 use reqwest::Response;
@@ -172,18 +172,19 @@ pub struct LogFetcher {
 
 impl LogFetcher {
     /// Stores the event's log if it arrived without one and was not fetched
-    /// yet. `Ok(None)`: nothing to do; `Ok(Some)`: stored now.
+    /// yet (`sources`: what is recorded for the event). `Ok(None)`: nothing
+    /// to do; `Ok(Some)`: stored now.
     pub async fn ensure(
         &self,
         pool: &PgPool,
         lease: &Lease,
         event: &EventRow,
+        sources: &Sources,
     ) -> Result<Option<Fetched>, Failure> {
-        let payload = events::payload(pool, event.id).await?.unwrap_or_default();
-        let Some(target) = target(event, &payload) else {
+        let Some(target) = target(event, &sources.payload) else {
             return Ok(None);
         };
-        if log_fetches::get(pool, event.id).await?.is_some() {
+        if sources.log.is_some() {
             return Ok(None);
         }
         let work = self.fetch(pool, lease, event, &target);

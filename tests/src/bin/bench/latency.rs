@@ -181,6 +181,7 @@ async fn one(
     sqlx::query("ANALYZE").execute(&pool).await?;
 
     let started = Instant::now();
+    let cpu_before = machine_cpu();
     let mut children: Vec<Child> = (0..config.workers)
         .map(spawn)
         .collect::<anyhow::Result<_>>()?;
@@ -199,6 +200,10 @@ async fn one(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let wall = started.elapsed().as_secs_f64();
+    let cpu = machine_cpu().map(|(busy, all)| {
+        let (b0, a0) = cpu_before.unwrap_or_default();
+        (busy - b0, all - a0)
+    });
     let mut pool_wait = Vec::new();
     for port in &ports {
         if let Ok(page) = scrape(*port).await {
@@ -223,6 +228,15 @@ async fn one(
         config.slots,
         wall - span
     );
+    if let Some((busy, all)) = cpu {
+        // Jiffies of all cores: busy share, and CPU seconds per step.
+        let hz = 100.0; // USER_HZ
+        println!(
+            "  machine CPU while the workers ran (Postgres, workers, this fake model): {:.0} % busy, {:.2} ms of CPU per step",
+            100.0 * busy as f64 / all.max(1) as f64,
+            busy as f64 / hz * 1000.0 / steps.max(1) as f64
+        );
+    }
     let wall = span;
     let seen = model.seen();
     let twice = seen.values().map(|v| v.len() - 1).sum();
@@ -318,6 +332,22 @@ async fn connections_per_worker(pool: &PgPool) -> sqlx::Result<i64> {
     .await
 }
 
+/// The machine's CPU time so far from /proc/stat, in jiffies: (busy, all).
+fn machine_cpu() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let all: u64 = fields.iter().take(8).sum();
+    // idle and iowait
+    let idle = fields.get(3)? + fields.get(4)?;
+    Some((all - idle, all))
+}
+
 /// A field of /proc/PID/status in KiB (0 once the process is gone).
 fn rss_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -354,12 +384,17 @@ async fn overhead(
     // same run, and the rest (a slot between two runs, the ramp, the tail).
     let (mut to_commit, mut to_next, mut in_model) = (0f64, 0f64, 0f64);
     let secs = |d: chrono::TimeDelta| d.num_microseconds().unwrap_or(0) as f64 / 1e6;
+    let mut by_iteration: HashMap<i32, Histogram<u64>> = HashMap::new();
     for (job, iteration, committed) in commits {
         if let Some(call) = seen
             .get(&(job.clone(), iteration as usize))
             .and_then(|t| t.last())
         {
             let _ = reply.record(micros(committed - *call));
+            let _ = by_iteration
+                .entry(iteration)
+                .or_insert_with(|| Histogram::new(3).expect("histogram"))
+                .record(micros(committed - *call));
             in_model += latency.as_secs_f64();
             to_commit += (secs(committed - *call) - latency.as_secs_f64()).max(0.0);
         }
@@ -371,36 +406,81 @@ async fn overhead(
             to_next += secs(*next - committed).max(0.0);
         }
     }
+    // The slot time outside any run: before a slot's first run (the
+    // ramp: the first `slots` claims), after its last (the tail: the last
+    // `slots` finishes), and between two runs of a slot (the rest).
+    let runs: Vec<(String, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT e.job_name, r.started_at, r.finished_at FROM analysis_runs r
+         JOIN failure_events e ON e.id = r.event_id
+         WHERE r.started_at IS NOT NULL AND r.finished_at IS NOT NULL",
+    )
+    .fetch_all(pool)
+    .await?;
+    let in_runs: f64 = runs.iter().map(|(_, s, f)| secs(*f - *s)).sum();
+    let to_first_call: f64 = runs
+        .iter()
+        .filter_map(|(job, started, _)| {
+            let call = seen.get(&(job.clone(), 1))?.first()?;
+            Some(secs(*call - *started).max(0.0))
+        })
+        .sum();
+    let mut starts: Vec<DateTime<Utc>> = runs.iter().map(|r| r.1).collect();
+    let mut ends: Vec<DateTime<Utc>> = runs.iter().map(|r| r.2).collect();
+    starts.sort();
+    ends.sort();
+    let (ramp, tail) = match (starts.first(), ends.last()) {
+        (Some(first), Some(last)) => (
+            starts.iter().take(slots).map(|s| secs(*s - *first)).sum(),
+            ends.iter()
+                .rev()
+                .take(slots)
+                .map(|e| secs(*last - *e))
+                .sum(),
+        ),
+        _ => (0.0, 0.0),
+    };
     let total = slots as f64 * span;
     let pct = |x: f64| 100.0 * x / total;
     println!(
-        "  slot time: {:.1} % waiting on the model, {:.1} % reply to commit, {:.1} % commit to the next call, {:.1} % between runs, ramp and tail",
+        "  slot time: {:.1} % waiting on the model, {:.1} % reply to commit, {:.1} % commit to the next call, {:.1} % claim to the first call, {:.1} % the rest of the runs; outside runs: ramp {:.1} %, tail {:.1} %, between runs {:.1} %",
         pct(in_model),
         pct(to_commit),
         pct(to_next),
-        pct(total - in_model - to_commit - to_next)
+        pct(to_first_call),
+        pct(in_runs - in_model - to_commit - to_next - to_first_call),
+        pct(ramp),
+        pct(tail),
+        pct(total - in_runs - ramp - tail)
     );
-    let parts: (f64, f64, f64, f64) = sqlx::query_as(
-        "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY step_ms)::float8,
+    let parts: Vec<(i32, f64, f64, f64, f64)> = sqlx::query_as(
+        "SELECT iteration, percentile_cont(0.5) WITHIN GROUP (ORDER BY step_ms)::float8,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY tool_ms)::float8,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY (llm->>'latency_ms')::float8)::float8,
                 percentile_cont(0.99) WITHIN GROUP (ORDER BY (llm->>'latency_ms')::float8)::float8
-         FROM run_steps",
+         FROM run_steps GROUP BY iteration ORDER BY iteration",
     )
-    .fetch_one(pool)
+    .fetch_all(pool)
     .await?;
-    println!(
-        "  journal: step p50 {:.0} ms, tool p50 {:.0} ms, model call (as the worker saw it) p50 {:.0} ms, p99 {:.0} ms",
-        parts.0, parts.1, parts.2, parts.3
-    );
+    for (iteration, step, tool, call, call_p99) in parts {
+        println!(
+            "  journal, iteration {iteration}: step p50 {step:.0} ms, tool p50 {tool:.0} ms, model call (as the worker saw it) p50 {call:.0} ms, p99 {call_p99:.0} ms"
+        );
+    }
     if h.is_empty() {
         return Ok(None);
     }
     let q = |h: &Histogram<u64>, p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+    let mut iterations: Vec<_> = by_iteration.iter().collect();
+    iterations.sort_by_key(|(i, _)| **i);
     println!(
-        "  model call received to its commit: p50 {:.0} ms, p99 {:.0} ms",
+        "  model call received to its commit: p50 {:.0} ms, p99 {:.0} ms (by iteration, p50 / p99: {})",
         q(&reply, 0.5),
-        q(&reply, 0.99)
+        q(&reply, 0.99),
+        iterations
+            .iter()
+            .map(|(i, h)| format!("{i}: {:.0} / {:.0}", q(h, 0.5), q(h, 0.99)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(Some((q(&h, 0.5), q(&h, 0.99))))
 }
