@@ -108,10 +108,11 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
     assert_eq!(resp.headers()["retry-after"], "1");
     assert_eq!(send(two.get(&url)).await.0, StatusCode::UNAUTHORIZED);
     drop(held);
-    wait_until(Duration::from_secs(10), || async {
-        let status = send(one.get(&url)).await.0;
-        (status == StatusCode::UNAUTHORIZED).then_some(())
-    })
+    wait_for_status(
+        Duration::from_secs(10),
+        StatusCode::UNAUTHORIZED,
+        || async { send(one.get(&url)).await.0 },
+    )
     .await;
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use faultline_tests::{TestDb, wait_until};
+use faultline_tests::TestDb;
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::{
@@ -291,20 +291,15 @@ async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_ans
     // Two requests whose bodies never finish hold both slots.
     let held = unfinished_requests(&server, 2).await;
     let api = || async { send(server.get("/api/v1/review")).await.0 };
-    let status = wait_until(Duration::from_secs(10), || async {
-        let status = api().await;
-        (status == StatusCode::SERVICE_UNAVAILABLE).then_some(status)
-    })
+    wait_for_status(
+        Duration::from_secs(10),
+        StatusCode::SERVICE_UNAVAILABLE,
+        api,
+    )
     .await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     // The load balancer's checks are outside the cap.
     assert_eq!(send(server.get("/healthz")).await.0, StatusCode::OK);
     assert_eq!(send(server.get("/readyz")).await.0, StatusCode::OK);
     drop(held);
-    let status = wait_until(Duration::from_secs(10), || async {
-        let status = api().await;
-        (status == StatusCode::UNAUTHORIZED).then_some(status)
-    })
-    .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    wait_for_status(Duration::from_secs(10), StatusCode::UNAUTHORIZED, api).await;
 }

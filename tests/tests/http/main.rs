@@ -113,6 +113,33 @@ pub async fn send(req: RequestBuilder) -> (StatusCode, Value) {
     (status, body)
 }
 
+/// Probes until one answers `want`; past `deadline` it panics with the
+/// statuses seen (so a flake says which wait failed and what it got).
+pub async fn wait_for_status<F, Fut>(deadline: std::time::Duration, want: StatusCode, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StatusCode>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    let mut seen: Vec<(StatusCode, usize)> = Vec::new();
+    loop {
+        let status = probe().await;
+        if status == want {
+            return;
+        }
+        match seen.last_mut() {
+            Some((last, n)) if *last == status => *n += 1,
+            _ => seen.push((status, 1)),
+        }
+        if tokio::time::Instant::now() >= end {
+            panic!(
+                "no {want} within {deadline:?}; answers seen, in order (status, times): {seen:?}"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
 pub fn sign(body: &[u8], key: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
     mac.update(body);
