@@ -4,53 +4,36 @@
 //! its own; the judge's score decides whether it still does.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
 
-use faultline_tests::{TestDb, oom_log, wait_terminal};
+use faultline_tests::{
+    TestDb,
+    fake_llm::{FakeLlm, Wire},
+    oom_log, wait_terminal,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::method};
+use wiremock::{MockServer, ResponseTemplate};
 
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Wire {
-    OpenAi,
-    Anthropic,
-}
-
-type Script = dyn Fn(usize) -> ResponseTemplate + Send + Sync;
-
-/// A fake judge: replies by script (given the 1-based request number) and
-/// records every request body.
-#[derive(Clone)]
-struct FakeJudge {
-    script: Arc<Script>,
-    seen: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Respond for FakeJudge {
-    fn respond(&self, req: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let mut seen = self.seen.lock().unwrap();
-        seen.push(body);
-        (self.script)(seen.len())
-    }
-}
-
+/// A fake judge: replies by script, given the 1-based request number.
 async fn fake_judge(
     script: impl Fn(usize) -> ResponseTemplate + Send + Sync + 'static,
-) -> (MockServer, FakeJudge) {
-    let server = MockServer::start().await;
-    let fake = FakeJudge {
-        script: Arc::new(script),
-        seen: Arc::default(),
-    };
-    Mock::given(method("POST"))
-        .respond_with(fake.clone())
-        .mount(&server)
-        .await;
-    (server, fake)
+) -> (MockServer, FakeLlm) {
+    let asked = AtomicUsize::new(0);
+    FakeLlm::start(Wire::OpenAi, move |_, _| {
+        script(asked.fetch_add(1, Ordering::SeqCst) + 1)
+    })
+    .await
+}
+
+/// The request bodies the judge received, in order.
+fn bodies(fake: &FakeLlm) -> Vec<Value> {
+    fake.requests()
+        .into_iter()
+        .map(|(_, _, body, _)| body)
+        .collect()
 }
 
 /// A `submit_judgement` tool call in the provider's wire format.
@@ -71,10 +54,7 @@ fn judgement(wire: Wire, score: f64, reason: &str) -> ResponseTemplate {
 }
 
 fn judge_env(wire: Wire, server: &MockServer) -> Vec<(String, String)> {
-    let provider = match wire {
-        Wire::OpenAi => "openai",
-        Wire::Anthropic => "anthropic",
-    };
+    let provider = wire.provider();
     vec![
         ("LLM_JUDGE_PROVIDER".into(), provider.into()),
         ("LLM_JUDGE_BASE_URL".into(), server.uri()),
@@ -122,7 +102,7 @@ async fn a_low_score_sends_a_confident_run_to_review(wire: Wire) {
     .await;
     let (run, status) = judged_run(&db, &judge_env(wire, &server)).await;
     assert_eq!(status, "needs_review");
-    let requests = fake.seen.lock().unwrap().clone();
+    let requests = bodies(&fake);
     assert_eq!(requests.len(), 1, "exactly one judge request per run");
     // The judge saw the answer and the gathered log as quoted, untrusted data.
     let request = requests[0].to_string();
@@ -172,7 +152,7 @@ async fn a_high_score_keeps_the_run_completed(wire: Wire) {
         fake_judge(move |_| judgement(wire, 0.95, "The heap error and exit 137 agree.")).await;
     let (run, status) = judged_run(&db, &judge_env(wire, &server)).await;
     assert_eq!(status, "completed");
-    assert_eq!(fake.seen.lock().unwrap().len(), 1);
+    assert_eq!(fake.requests().len(), 1);
     let (judge, observation, _) = final_step(&db, run).await;
     assert_eq!(judge["score"], json!(0.95f32));
     assert_eq!(
@@ -204,7 +184,7 @@ async fn a_judge_server_error_is_retried() {
     .await;
     let (run, status) = judged_run(&db, &judge_env(Wire::OpenAi, &server)).await;
     assert_eq!(status, "completed");
-    let requests = fake.seen.lock().unwrap().clone();
+    let requests = bodies(&fake);
     assert_eq!(requests.len(), 2, "one 500, one retry");
     assert_eq!(
         requests[0], requests[1],
@@ -227,7 +207,7 @@ async fn a_refused_judge_is_recorded_and_the_run_still_terminates() {
         status, "completed",
         "confidence is computed without the judge"
     );
-    assert_eq!(fake.seen.lock().unwrap().len(), 1, "401 is not retried");
+    assert_eq!(fake.requests().len(), 1, "401 is not retried");
     let (judge, observation, _) = final_step(&db, run).await;
     let error = judge["judge_error"].as_str().expect("judge_error recorded");
     assert!(error.contains("401"), "{error}");
