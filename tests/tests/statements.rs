@@ -193,6 +193,119 @@ async fn every_storage_statement_prepares_against_the_migrated_schema() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The generic plan of `sql` (parameters bound as NULL, which a generic
+/// plan does not look at), as EXPLAIN's JSON text.
+async fn generic_plan(
+    conn: &mut sqlx::PgConnection,
+    sql: &str,
+    types: Option<&[sqlx::postgres::PgTypeInfo]>,
+) -> Result<String, sqlx::Error> {
+    use sqlx::TypeInfo as _;
+    // DEALLOCATE ALL would also drop sqlx's own statements.
+    let held: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = 'plan_of')",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if held {
+        conn.execute("DEALLOCATE plan_of").await?;
+    }
+    let types = types.map_or(String::new(), |t| {
+        let names: Vec<&str> = t.iter().map(|t| t.name()).collect();
+        format!("({})", names.join(", "))
+    });
+    conn.execute(AssertSqlSafe(format!("PREPARE plan_of {types} AS {sql}")).into_sql_str())
+        .await?;
+    let params: i32 = sqlx::query_scalar(
+        "SELECT coalesce(cardinality(parameter_types), 0) FROM pg_prepared_statements WHERE name = 'plan_of'",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let nulls = vec!["NULL"; params as usize].join(", ");
+    let args = if nulls.is_empty() {
+        String::new()
+    } else {
+        format!("({nulls})")
+    };
+    let plan: serde_json::Value = sqlx::query_scalar(AssertSqlSafe(format!(
+        "EXPLAIN (FORMAT JSON) EXECUTE plan_of{args}"
+    )))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(plan.to_string())
+}
+
+/// A statement that reaches a run by its id (`id = $n`, or a list of ids)
+/// takes `analysis_runs_pkey`, even when the statistics say almost no run
+/// is running or queued (analysed at a quiet moment, before a burst). With
+/// a bare `status = 'running'` beside the id, the planner then prefers
+/// `analysis_runs_status`, and every commit walks all the runs in flight.
+#[tokio::test(flavor = "multi_thread")]
+async fn statements_that_reach_a_run_by_its_id_use_the_primary_key_whatever_the_statistics() {
+    let db = TestDb::new().await;
+    // Statistics of a quiet moment: every run finished.
+    sqlx::query(
+        "WITH e AS (
+             INSERT INTO failure_events (id, dedup_key, source)
+             SELECT gen_random_uuid(), 'quiet:' || g, 'test' FROM generate_series(1, 3000) g
+             RETURNING id)
+         INSERT INTO analysis_runs (id, event_id, priority, max_iterations, max_attempts, status, finished_at)
+         SELECT gen_random_uuid(), e.id, 0, 6, 5, 'completed', now() FROM e",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE").execute(&db.pool).await.unwrap();
+    let mut conn = db.pool.acquire().await.unwrap();
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+        .await
+        .unwrap();
+
+    // The setup provokes the hazard: the bare form takes the status index.
+    let bare = generic_plan(
+        &mut conn,
+        "UPDATE analysis_runs SET updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'",
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(bare.contains("analysis_runs_status"), "{bare}");
+
+    let by_id = regex::Regex::new(r"(?:^|[^\w.]|\br\.)id = (?:\$\d+|h\.id)\b").unwrap();
+    let mut candidates: Vec<(String, String, Option<Vec<sqlx::postgres::PgTypeInfo>>)> =
+        call_sites()
+            .into_iter()
+            .filter_map(|site| match site.arg {
+                Arg::Literal(sql) => Some((format!("{}:{}", site.file, site.line), sql, None)),
+                Arg::Named(_) => None,
+            })
+            .collect();
+    candidates.extend(
+        storage::built_statements()
+            .into_iter()
+            .map(|s| (s.name, s.sql.to_string(), s.param_types)),
+    );
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for (name, sql, types) in candidates {
+        if !sql.contains("analysis_runs") || !by_id.is_match(&sql) {
+            continue;
+        }
+        let plan = generic_plan(&mut conn, &sql, types.as_deref())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{sql}"));
+        checked += 1;
+        if plan.contains("analysis_runs_status") {
+            failures.push(format!("{name}: scans analysis_runs_status\n{sql}"));
+        }
+    }
+    // The claim, the release, the lease check, the renewal, a failed
+    // attempt and the 64 checkpoint variants, at least.
+    assert!(checked >= 69, "only {checked} statements reach a run by id");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn preparing_catches_a_wrong_column() {
     let db = TestDb::new().await;

@@ -190,7 +190,7 @@ impl Pending {
 pub(super) async fn lease_held(conn: &mut PgConnection, lease: &Lease) -> sqlx::Result<bool> {
     let held: Option<i32> = sqlx::query_scalar(
         "SELECT 1 FROM analysis_runs
-         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND status = 'running'
+         WHERE id = $1 AND lease_owner = $2 AND lease_epoch = $3 AND (status = 'running') IS TRUE
          FOR UPDATE",
     )
     .bind(lease.run_id)

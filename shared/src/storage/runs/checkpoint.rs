@@ -184,7 +184,7 @@ WITH r AS (
         reasoner = CASE WHEN iteration = 0 THEN {arm} ELSE reasoner END,
         prompt_version = CASE WHEN iteration = 0 THEN {prompt_version} ELSE prompt_version END
     WHERE id = {run_id} AND lease_owner = {owner} AND lease_epoch = {epoch}
-      AND iteration = {iteration} - 1 AND status = 'running'
+      AND iteration = {iteration} - 1 AND (status = 'running') IS TRUE
     RETURNING id, priority, status, reprocess_batch, lease_epoch, watched_until, shadow_of
 ), s AS (
     INSERT INTO run_steps (run_id, iteration, thought, action, action_input, observation, is_final,
