@@ -14,6 +14,7 @@ use std::{
 
 use axum::{Json, Router, extract::State, routing::post};
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Requests received: (job, iteration) -> receive times.
@@ -63,13 +64,29 @@ pub fn worker_env(addr: SocketAddr) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn complete(State(fake): State<FourStepModel>, Json(body): Json<Value>) -> Json<Value> {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let iteration = 1 + messages.iter().filter(|m| m["role"] == "assistant").count();
+/// What the model reads of a request: the messages' roles and the first
+/// user message (the job name is in it). Typed, so the rest of the body
+/// (the tool schemas, the earlier observations) is skipped, not built: the
+/// model shares the machine's cores with the engine it measures.
+#[derive(Deserialize)]
+struct Request {
+    messages: Vec<Message>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    role: String,
+    #[serde(default)]
+    content: Value,
+}
+
+async fn complete(State(fake): State<FourStepModel>, Json(body): Json<Request>) -> Json<Value> {
+    let messages = body.messages;
+    let iteration = 1 + messages.iter().filter(|m| m.role == "assistant").count();
     let job = messages
         .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
+        .find(|m| m.role == "user")
+        .and_then(|m| m.content.as_str())
         .and_then(|c| {
             let start = c.find(&fake.job_prefix)?;
             let rest = &c[start..];
