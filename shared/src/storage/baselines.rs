@@ -43,13 +43,42 @@ pub struct Pending {
 }
 
 /// Starts storing the baseline of `event_id`, keeping head and tail of one
-/// longer than `max_bytes`.
-pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Pending> {
-    Ok(Pending {
-        tx: pool.begin().await?,
+/// longer than `max_bytes`; `None` when another run of the event (a live
+/// run and its shadow start together) recorded it meanwhile. The fetch
+/// holds the event's baseline lock until it ends, so a second run waits for
+/// the first instead of downloading the green log again into chunks that
+/// would clash (the same mechanism as the failure's own log,
+/// [`super::log_fetches::begin`]).
+pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Option<Pending>> {
+    let mut tx = pool.begin().await?;
+    if locked_recorded(&mut tx, event_id).await? {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    Ok(Some(Pending {
+        tx,
         writer: LogWriter::baseline(event_id, max_bytes),
         event_id,
-    })
+    }))
+}
+
+/// Takes the event's baseline lock in `tx` (held until `tx` ends), then
+/// says whether the event's baseline row exists: two statements, so the
+/// read sees what the lock's previous holder committed.
+async fn locked_recorded(
+    tx: &mut Transaction<'static, Postgres>,
+    event_id: Uuid,
+) -> sqlx::Result<bool> {
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended('faultline_baseline_fetch:' || $1::text, 0))",
+    )
+    .bind(event_id)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM baseline_fetches WHERE event_id = $1)")
+        .bind(event_id)
+        .fetch_one(&mut **tx)
+        .await
 }
 
 impl Pending {
@@ -69,8 +98,8 @@ impl Pending {
     }
 
     /// Commits the green log and its row if `lease` still holds the run;
-    /// false (nothing stored) when it was taken over or another worker's
-    /// fetch won.
+    /// false (nothing stored) when it was taken over. (No other run of the
+    /// event can have stored one: [`begin`]'s lock is held until here.)
     pub async fn commit(self, lease: &Lease, source: &str, detail: &Value) -> sqlx::Result<bool> {
         let Pending {
             mut tx,
@@ -92,7 +121,9 @@ impl Pending {
 }
 
 /// Records that the event has no baseline, and why, if `lease` still holds
-/// the run; false when it was taken over or a row exists already.
+/// the run and no other run of the event recorded its baseline meanwhile
+/// (under the event's baseline lock); false only when the run was taken
+/// over.
 pub async fn record_none(
     pool: &PgPool,
     lease: &Lease,
@@ -109,7 +140,12 @@ pub async fn record_none(
         truncated: false,
         detail,
     };
-    commit_row(pool.begin().await?, lease, row).await
+    let mut tx = pool.begin().await?;
+    if locked_recorded(&mut tx, event_id).await? {
+        tx.rollback().await?;
+        return Ok(true);
+    }
+    commit_row(tx, lease, row).await
 }
 
 /// The `baseline_fetches` row of an event: the bytes stored, or the reason

@@ -123,17 +123,25 @@ fn job_json(id: u64, run: u64, name: &str, conclusion: &str) -> Value {
 
 /// A fake GitHub whose workflow has a green run on `main` (or none).
 async fn github(red: &str, green: Option<&str>) -> Github {
+    github_slow(red, green, Duration::ZERO).await
+}
+
+/// [`github`], the search for the green run answering after `delay`.
+async fn github_slow(red: &str, green: Option<&str>, delay: Duration) -> Github {
     let storage = MockServer::start().await;
     let server = MockServer::start().await;
     blob(&storage, JOB_ID, red).await;
     let g = Github {
         red_log: Scripted::new(vec![redirect(&storage, JOB_ID)]),
         run: Scripted::new(vec![github_json(run_json(RUN_ID, 812, SHA, "failure"))]),
-        green_runs: Scripted::new(vec![github_json(match green {
-            Some(_) => json!({"total_count": 1, "workflow_runs": [
+        green_runs: Scripted::new(vec![
+            github_json(match green {
+                Some(_) => json!({"total_count": 1, "workflow_runs": [
                 run_json(GREEN_RUN, 811, "9b8e7d6c5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d", "success")]}),
-            None => json!({"total_count": 0, "workflow_runs": []}),
-        })]),
+                None => json!({"total_count": 0, "workflow_runs": []}),
+            })
+            .set_delay(delay),
+        ]),
         green_jobs: Scripted::new(vec![github_json(json!({"total_count": 2, "jobs": [
             job_json(GREEN_JOB - 1, GREEN_RUN, "lint", "success"),
             job_json(GREEN_JOB, GREEN_RUN, JOB_NAME, "success")]}))]),
@@ -386,6 +394,72 @@ async fn a_resumed_run_does_not_fetch_the_baseline_again() {
         text.contains(GITHUB_FAILURE) && !text.contains(GITHUB_NOISE),
         "the resumed run uses the stored baseline: {text}"
     );
+}
+
+/// Two runs of one event at once (a live run and its shadow start
+/// together): the green log is fetched once, by whichever run takes the
+/// event's baseline lock first; the other waits for it and uses what it
+/// stored, without a clash on the chunks (a retried step).
+#[tokio::test(flavor = "multi_thread")]
+async fn two_runs_of_one_event_fetch_the_baseline_once() {
+    use faultline_shared::{
+        queue::{AfterCommit, Broker, PRIORITY_LIVE},
+        storage::runs::{self, RunLimits},
+    };
+    let (red, green) = (
+        log_fixture("github-red.log"),
+        log_fixture("github-green.log"),
+    );
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    // Slow enough that both runs are inside their baseline fetch at once.
+    let gh = github_slow(&red, Some(&green), Duration::from_millis(1500)).await;
+    let (first, event) = deliver_job(&server, "d-baseline-twins").await;
+    let mut tx = db.pool.begin().await.unwrap();
+    let broker = Broker::Postgres;
+    let mut after = AfterCommit::new(&broker);
+    let limits = RunLimits {
+        max_iterations: 6,
+        max_attempts: 5,
+        priority: PRIORITY_LIVE,
+        shadowed: false,
+    };
+    let second = runs::create_in_tx(&mut tx, &mut after, event, limits)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    after.flush().await;
+
+    let mut env = gh.env();
+    env.push(("FAULTLINE_WORKER_CONCURRENCY", "4".into()));
+    let worker = db.worker("w1", &env_refs(&env));
+    for run in [first, second] {
+        finished(&db, run, || worker.stderr()).await;
+    }
+    assert_eq!(
+        (
+            gh.green_runs.count(),
+            gh.green_jobs.count(),
+            gh.green_log.count()
+        ),
+        (1, 1, 1),
+        "the green log was fetched more than once"
+    );
+    let retried: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM run_attempts WHERE run_id = ANY($1)")
+            .bind(vec![first, second])
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(retried, 0, "a run retried its first step");
+    assert_eq!(stored_baseline(&db, event).await, green);
+    for run in [first, second] {
+        let text = lines(&db.observation(run, "log_excerpt").await);
+        assert!(
+            text.contains(GITHUB_FAILURE) && !text.contains(GITHUB_NOISE),
+            "{run}: {text}"
+        );
+    }
 }
 
 /// Delivers a Jenkins failure of build 813 without an inline log.

@@ -166,7 +166,10 @@ impl LogFetcher {
         event: &EventRow,
         target: &Target,
     ) -> Result<(), Miss> {
-        let mut pending = baselines::begin(pool, event.id, self.max_bytes).await?;
+        let Some(mut pending) = baselines::begin(pool, event.id, self.max_bytes).await? else {
+            // Another run of this event (its shadow, or its live twin) recorded it.
+            return Ok(());
+        };
         let mut detail = match target {
             Target::Github {
                 repo,

@@ -194,7 +194,7 @@ async fn one(
     // first claim to the last commit.
     let mut sample = 0u64;
     let open = loop {
-        if sample % 5 == 0 {
+        if sample.is_multiple_of(5) {
             let open = open_runs(&pool).await?;
             if open == 0 || started.elapsed() > deadline {
                 break open;
