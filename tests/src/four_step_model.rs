@@ -66,8 +66,9 @@ pub fn worker_env(addr: SocketAddr) -> Vec<(&'static str, String)> {
 
 /// What the model reads of a request: the messages' roles and the first
 /// user message (the job name is in it). Typed, so the rest of the body
-/// (the tool schemas, the earlier observations) is skipped, not built: the
-/// model shares the machine's cores with the engine it measures.
+/// (the tool schemas, the model settings) is skipped, not built, and the
+/// messages are not copied again: the model shares the machine's cores
+/// with the engine it measures.
 #[derive(Deserialize)]
 struct Request {
     messages: Vec<Message>,

@@ -201,15 +201,6 @@ async fn generic_plan(
     types: Option<&[sqlx::postgres::PgTypeInfo]>,
 ) -> Result<String, sqlx::Error> {
     use sqlx::TypeInfo as _;
-    // DEALLOCATE ALL would also drop sqlx's own statements.
-    let held: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = 'plan_of')",
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    if held {
-        conn.execute("DEALLOCATE plan_of").await?;
-    }
     let types = types.map_or(String::new(), |t| {
         let names: Vec<&str> = t.iter().map(|t| t.name()).collect();
         format!("({})", names.join(", "))
@@ -232,6 +223,8 @@ async fn generic_plan(
     )))
     .fetch_one(&mut *conn)
     .await?;
+    // By name: DEALLOCATE ALL would also drop sqlx's own statements.
+    conn.execute("DEALLOCATE plan_of").await?;
     Ok(plan.to_string())
 }
 

@@ -11,7 +11,11 @@ use serde_json::Value;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{events::LogWriter, log_fetches::lease_held, runs::Lease};
+use super::{
+    events::{LogKind, LogWriter},
+    log_fetches::{lease_held, lock_event},
+    runs::Lease,
+};
 
 /// What was recorded for an event's baseline.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -62,19 +66,13 @@ pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Resul
     }))
 }
 
-/// Takes the event's baseline lock in `tx` (held until `tx` ends), then
-/// says whether the event's baseline row exists: two statements, so the
-/// read sees what the lock's previous holder committed.
+/// Takes the event's baseline lock in `tx` (held until `tx` ends,
+/// [`lock_event`]), then says whether the event's baseline row exists.
 async fn locked_recorded(
     tx: &mut Transaction<'static, Postgres>,
     event_id: Uuid,
 ) -> sqlx::Result<bool> {
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtextextended('faultline_baseline_fetch:' || $1::text, 0))",
-    )
-    .bind(event_id)
-    .execute(&mut **tx)
-    .await?;
+    lock_event(tx, LogKind::Baseline, event_id).await?;
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM baseline_fetches WHERE event_id = $1)")
         .bind(event_id)
         .fetch_one(&mut **tx)

@@ -7,7 +7,11 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{baselines::BaselineRow, events::LogWriter, runs::Lease};
+use super::{
+    baselines::BaselineRow,
+    events::{LogKind, LogWriter},
+    runs::Lease,
+};
 
 /// What a fetch stored.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -28,24 +32,29 @@ pub struct Sources {
     pub baseline: Option<BaselineRow>,
 }
 
-type SourcesRow = (
-    Option<Value>,
-    Option<String>,
-    Option<i64>,
-    Option<bool>,
-    Option<Value>,
-    Option<String>,
-    Option<i64>,
-    Option<bool>,
-    Option<String>,
-    Option<Value>,
-);
+/// The row [`sources`] reads: the event's payload, and the columns of its
+/// log fetch (`f_`) and baseline (`b_`), null where none is recorded.
+#[derive(sqlx::FromRow)]
+struct SourcesRow {
+    payload: Value,
+    f_source: Option<String>,
+    f_bytes: Option<i64>,
+    f_truncated: Option<bool>,
+    f_detail: Option<Value>,
+    b_source: Option<String>,
+    b_bytes: Option<i64>,
+    b_truncated: Option<bool>,
+    b_reason: Option<String>,
+    b_detail: Option<Value>,
+}
 
 /// Reads an event's [`Sources`] (all empty if the event is gone).
 pub async fn sources(pool: &PgPool, event_id: Uuid) -> sqlx::Result<Sources> {
     let row: Option<SourcesRow> = sqlx::query_as(
-        "SELECT e.payload, f.source, f.bytes, f.truncated, f.detail,
-                b.source, b.bytes, b.truncated, b.reason, b.detail
+        "SELECT e.payload, f.source AS f_source, f.bytes AS f_bytes,
+                f.truncated AS f_truncated, f.detail AS f_detail,
+                b.source AS b_source, b.bytes AS b_bytes, b.truncated AS b_truncated,
+                b.reason AS b_reason, b.detail AS b_detail
          FROM failure_events e
          LEFT JOIN log_fetches f ON f.event_id = e.id
          LEFT JOIN baseline_fetches b ON b.event_id = e.id
@@ -54,35 +63,23 @@ pub async fn sources(pool: &PgPool, event_id: Uuid) -> sqlx::Result<Sources> {
     .bind(event_id)
     .fetch_optional(pool)
     .await?;
-    let Some((
-        payload,
-        f_source,
-        f_bytes,
-        f_truncated,
-        f_detail,
-        b_source,
-        b_bytes,
-        b_truncated,
-        b_reason,
-        b_detail,
-    )) = row
-    else {
+    let Some(row) = row else {
         return Ok(Sources::default());
     };
     Ok(Sources {
-        payload: payload.unwrap_or_default(),
-        log: f_source.map(|source| Fetched {
+        payload: row.payload,
+        log: row.f_source.map(|source| Fetched {
             source,
-            bytes: f_bytes.unwrap_or_default(),
-            truncated: f_truncated.unwrap_or_default(),
-            detail: f_detail.unwrap_or_default(),
+            bytes: row.f_bytes.unwrap_or_default(),
+            truncated: row.f_truncated.unwrap_or_default(),
+            detail: row.f_detail.unwrap_or_default(),
         }),
-        baseline: b_source.map(|source| BaselineRow {
+        baseline: row.b_source.map(|source| BaselineRow {
             source,
-            bytes: b_bytes,
-            truncated: b_truncated.unwrap_or_default(),
-            reason: b_reason,
-            detail: b_detail.unwrap_or_default(),
+            bytes: row.b_bytes,
+            truncated: row.b_truncated.unwrap_or_default(),
+            reason: row.b_reason,
+            detail: row.b_detail.unwrap_or_default(),
         }),
     })
 }
@@ -109,12 +106,7 @@ pub struct Pending {
 /// first instead of downloading the log again into chunks that would clash.
 pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Result<Option<Pending>> {
     let mut tx = pool.begin().await?;
-    sqlx::query(
-        "SELECT pg_advisory_xact_lock(hashtextextended('faultline_log_fetch:' || $1::text, 0))",
-    )
-    .bind(event_id)
-    .execute(&mut *tx)
-    .await?;
+    lock_event(&mut tx, LogKind::Failure, event_id).await?;
     let fetched: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM log_fetches WHERE event_id = $1)")
             .bind(event_id)
@@ -129,6 +121,30 @@ pub async fn begin(pool: &PgPool, event_id: Uuid, max_bytes: u64) -> sqlx::Resul
         writer: LogWriter::capped(event_id, max_bytes),
         event_id,
     }))
+}
+
+/// Takes the lock of an event's fetch of `kind` (its log, or its last green
+/// log) in `conn`'s transaction, held until that ends: the runs of one
+/// event (a live run and its shadow) fetch one at a time. The caller reads
+/// whether the fetch is recorded after this, in a statement of its own, so
+/// the read sees what the lock's previous holder committed.
+pub(super) async fn lock_event(
+    conn: &mut PgConnection,
+    kind: LogKind,
+    event_id: Uuid,
+) -> sqlx::Result<()> {
+    let fetch = match kind {
+        LogKind::Failure => "log_fetch",
+        LogKind::Baseline => "baseline_fetch",
+    };
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock(hashtextextended('faultline_' || $1 || ':' || $2::text, 0))",
+    )
+    .bind(fetch)
+    .bind(event_id)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 impl Pending {

@@ -187,6 +187,15 @@ async fn github_slow(red: &str, green: Option<&str>, delay: Duration) -> Github 
 }
 
 impl Github {
+    /// Requests for the baseline: the green run, its jobs, the green log.
+    fn green_asks(&self) -> (usize, usize, usize) {
+        (
+            self.green_runs.count(),
+            self.green_jobs.count(),
+            self.green_log.count(),
+        )
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("GITHUB_TOKEN", GITHUB_TOKEN.to_string()),
@@ -372,11 +381,7 @@ async fn a_resumed_run_does_not_fetch_the_baseline_again() {
     let second = db.worker("w2", &env_refs(&env));
     finished(&db, run, || second.stderr()).await;
     assert_eq!(
-        (
-            gh.green_runs.count(),
-            gh.green_jobs.count(),
-            gh.green_log.count()
-        ),
+        gh.green_asks(),
         (1, 1, 1),
         "the resumed run fetched the baseline again"
     );
@@ -437,11 +442,7 @@ async fn two_runs_of_one_event_fetch_the_baseline_once() {
         finished(&db, run, || worker.stderr()).await;
     }
     assert_eq!(
-        (
-            gh.green_runs.count(),
-            gh.green_jobs.count(),
-            gh.green_log.count()
-        ),
+        gh.green_asks(),
         (1, 1, 1),
         "the green log was fetched more than once"
     );
