@@ -150,7 +150,10 @@ pub const RULES: &[Rule] = &[
     r("surefire.case", "surefire", TestFailed, 1.0, r"^(?:\[ERROR\] )?(?:(?P<test>\w+)\((?P<suite>[\w.$]+)\)|(?P<suite2>[\w.$]+)\.(?P<test2>\w+)(?:\(.*\))? --)\s+Time elapsed: .*<<< (?:FAILURE|ERROR)!"),
     r("surefire.case2", "surefire", TestFailed, 1.0, r"^\[ERROR\]\s+(?P<suite>[\w.$]+)\.(?P<test>\w+):(?P<line>\d+) "),
     r("surefire.summary", "surefire", TestSummary, 0.8, r"Tests run: \d+, Failures: (?:[1-9]\d*, Errors: \d+|\d+, Errors: [1-9])"),
-    r("surefire.failed", "surefire", TestSummary, 0.8, r"^(?:\[ERROR\] )?(?:Failed tests|Tests in error):"),
+    r("surefire.failed", "surefire", TestSummary, 0.8, r"^(?:\[ERROR\] )?Failed tests:"),
+    // Tests in error threw an exception the test did not expect.
+    r("surefire.in_error", "surefire", Crash, 0.6, r"^(?:\[ERROR\] )?(?:Tests in error:|Errors:\s*$)|Tests run: \d+, Failures: 0, Errors: [1-9]"),
+    r("maven.test_failures", "maven", TestSummary, 0.6, r"There (?:are|were) test failures"),
     r("testng.failed", "testng", TestFailed, 0.8, r"^FAILED: (?:(?P<suite>[\w.$]+)\.)?(?P<test>[a-z]\w*[A-Z]\w*)(?:\(.*\))?$"),
     r("testng.summary", "testng", TestSummary, 0.9, r"^Total tests run: \d+, (?:Passes: \d+, )?Failures: [1-9]\d*"),
     r("junit.assertion", "junit", Assertion, 1.0, r"\b(?:java\.lang\.AssertionError|junit\.framework\.(?:AssertionFailedError|ComparisonFailure)|org\.junit\.ComparisonFailure|org\.opentest4j\.AssertionFailedError|org\.junit\.internal\.ArrayComparisonFailure)\b"),
@@ -295,11 +298,16 @@ pub const RULES: &[Rule] = &[
     r("js.uncaught", "node", Crash, 0.9, r"^(?:Uncaught )?(?:TypeError|ReferenceError|RangeError|EvalError|URIError): (?P<msg>.+)$"),
     r("js.syntax", "node", Compile, 0.8, r"^SyntaxError: (?P<msg>.+)$"),
     r("python.exception", "python", Crash, 0.8, r"^(?P<code>(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|FileNotFoundError|OSError|UnicodeDecodeError|UnicodeEncodeError)): (?P<msg>.+)$"),
+    // pytest prints the exception that ended a test behind `E`.
+    r("pytest.exception", "pytest", Crash, 0.8, r"^E\s+(?P<code>(?:\w+\.)*(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|UnicodeDecodeError|UnicodeEncodeError))\b"),
+    // The linkage errors of a JVM: a class or method of one library
+    // version called by code built against another.
+    r("jvm.linkage", "jvm", Dependency, 0.7, r"\bjava\.lang\.(?P<code>NoSuchMethodError|NoSuchFieldError|AbstractMethodError|NoClassDefFoundError|IncompatibleClassChangeError|UnsatisfiedLinkError)\b|\bDLL load failed\b|\bLibrary not loaded: "),
     r("python.traceback", "python", Crash, 0.5, r"^Traceback \(most recent call last\):$"),
     // A script that ran a command and raised because it failed: the cause
     // is the command's own output, not the script.
     r("python.called_process", "python", Crash, 0.1, r"^subprocess\.CalledProcessError: Command (?P<cmd>.+) returned non-zero exit status (?P<code>\d+)"),
-    r("java.exception", "jvm", Crash, 0.8, r#"^(?:Exception in thread "[^"]+" |Caused by: )?(?P<code>java\.lang\.(?:NullPointerException|ClassCastException|IllegalStateException|IllegalArgumentException|ArrayIndexOutOfBoundsException|IndexOutOfBoundsException|NumberFormatException|UnsupportedOperationException|StackOverflowError|NoSuchMethodError|NoSuchFieldError|AbstractMethodError|ArithmeticException|ExceptionInInitializerError)|java\.util\.ConcurrentModificationException)\b"#),
+    r("java.exception", "jvm", Crash, 0.8, r#"^(?:Exception in thread "[^"]+" |Caused by: )?(?P<code>java\.lang\.(?:NullPointerException|ClassCastException|IllegalStateException|IllegalArgumentException|ArrayIndexOutOfBoundsException|IndexOutOfBoundsException|NumberFormatException|UnsupportedOperationException|StackOverflowError|ArithmeticException|ExceptionInInitializerError)|java\.util\.ConcurrentModificationException)\b"#),
     r("ruby.exception", "ruby", Crash, 0.8, r"^(?P<code>NoMethodError|NameError|ArgumentError|TypeError|LocalJumpError|ZeroDivisionError|FrozenError|KeyError|SystemStackError|NotImplementedError|ActiveRecord::\w+):?\s*(?P<msg>.*)$|\bundefined (?:method|local variable or method) `[^']+' for\b"),
     r("dotnet.exception", "dotnet", Crash, 0.8, r"\bSystem\.(?:NullReferenceException|InvalidOperationException|ArgumentException|ArgumentNullException|InvalidCastException|IndexOutOfRangeException|KeyNotFoundException|NotImplementedException|FormatException)\b"),
     r("go.panic", "go", Crash, 0.8, r"^panic: (?P<msg>.+)$|runtime error: (?:invalid memory address|index out of range|slice bounds out of range|nil map)"),
@@ -461,6 +469,8 @@ pub const RULES: &[Rule] = &[
     r("disk", "machine", Infra, 1.0, r"(?i)No space left on device|disk (?:quota exceeded|full)|\bENOSPC\b|not enough (?:disk )?space"),
     r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host"),
     r("network.connect", "network", Infra, 0.9, r"(?-i:\bE(?:TIMEDOUT|CONNRESET|CONNREFUSED)\b)|(?i)Connection (?:timed out|reset by peer|refused)|Failed to connect to \S+ port \d+|Network is unreachable|No route to host|\bsocket hang up\b|Read timed out|connect timed out|TLS handshake timeout|i/o timeout|Operation timed out|EHOSTUNREACH|early EOF|The remote end hung up unexpectedly|RPC failed; curl \d+|Connection to \S+ timed out|\bConnectTimeout(?:Error)?\b|\bNewConnectionError\b"),
+    // The network's exception types and errno names of the major runtimes.
+    r("network.exception", "network", Infra, 0.9, r"\bjava\.net\.(?:ConnectException|SocketTimeoutException|UnknownHostException|NoRouteToHostException|SocketException)\b|\b(?:ConnectionRefusedError|ConnectionResetError|ConnectionAbortedError)\b|\bsocket\.(?:timeout|gaierror)\b|\brequests\.exceptions\.(?:ConnectionError|ConnectTimeout|ReadTimeout|Timeout|SSLError)\b|\burllib3\.exceptions\.(?:MaxRetryError|NewConnectionError|ReadTimeoutError|ProtocolError)\b|\bErrno::(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b|\bNet::(?:ReadTimeout|OpenTimeout)\b|\bFaraday::(?:ConnectionFailed|TimeoutError)\b|\bHttpRequestException\b|\bSystem\.Net\.(?:Sockets\.SocketException|WebException)\b|\b(?:ServerSelectionTimeoutError|MongoNetworkError|MongoServerSelectionError)\b|\bOperationalError\)?:? could not connect\b|\bredis\.exceptions\.(?:ConnectionError|TimeoutError)\b|\[Errno (?:111|110|104|113|101|-2|-3)\]|\bdial tcp \S+: (?:connect: connection refused|i/o timeout)"),
     r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
     r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
     r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),

@@ -292,3 +292,59 @@ fn rules_tied_on_one_line_are_ordered_the_same_every_time() {
         assert_eq!(again.findings, first.findings);
     }
 }
+
+#[test]
+fn a_network_exception_inside_a_test_is_the_network() {
+    // Written for this test in the runtimes' formats.
+    for text in [
+        "FAILED tests/test_sync.py::test_pull - requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.example.org', port=443)",
+        "Tests run: 3, Failures: 0, Errors: 1\nCaused by: java.net.ConnectException: Connection refused (Connection refused)",
+        "1) Client fetches the index\n   Failure/Error: get '/index'\n   Errno::ECONNREFUSED:\n     Failed to open TCP connection to localhost:9200",
+    ] {
+        assert_eq!(category(text), Category::InfraError, "{text}");
+    }
+}
+
+#[test]
+fn tests_in_error_without_an_assertion_are_a_code_error() {
+    let d = diagnose_text(
+        "Results :\n\nTests in error: \n  shouldParse(com.example.ParserTest): null\n\nTests run: 12, Failures: 0, Errors: 1, Skipped: 0\n\
+         java.lang.NullPointerException\n\tat com.example.Parser.parse(Parser.java:42)",
+    );
+    assert_eq!(d.category, Category::CodeError);
+}
+
+#[test]
+fn an_exception_pytest_reports_behind_e_is_a_crash() {
+    let d = diagnose_text(
+        "    def test_total():\n>       assert total(None) == 0\n\
+         E       TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'\n",
+    );
+    assert_eq!(d.category, Category::CodeError);
+}
+
+#[test]
+fn a_jvm_linkage_error_between_library_versions_is_a_dependency_error() {
+    let d = diagnose_text(
+        "Exception in thread \"main\" java.lang.NoSuchMethodError: com.example.json.Reader.read(Ljava/io/Reader;)V\n\tat com.example.App.main(App.java:10)",
+    );
+    assert_eq!(d.category, Category::DependencyError);
+}
+
+#[test]
+fn the_learned_model_advises_with_its_probabilities_and_reasons() {
+    let d = diagnose_text(
+        "____________________ test_totals_round ____________________\n\
+         E       assert 3 == 4\n\
+         FAILED tests/test_money.py::test_totals_round - assert 3 == 4\n",
+    );
+    let m = d.model.expect("the shipped model advises");
+    assert_eq!(m.probabilities[0].0, Category::TestFailure);
+    assert!((m.probabilities.iter().map(|p| p.1).sum::<f32>() - 1.0).abs() < 0.01);
+    assert!(!m.deciding.is_empty());
+    // Tests that failed without an assertion read: the model says why a
+    // human should look.
+    let d = diagnose_text("--- FAIL: TestSync (0.20s)\nFAIL\tgithub.com/acme/sync\t0.2s\n");
+    let m = d.model.expect("the shipped model advises");
+    assert!(m.review_reason.is_some_and(|r| r.contains("no assertion")));
+}
