@@ -13,6 +13,9 @@
 //!
 //! Every repository weighs about the same (weight 1/√n for its n logs), so
 //! a repository with many logs does not teach its own habits.
+//!
+//! `FAULTLINE_TRAIN_OOF=FILE` also writes every log's out-of-fold
+//! probabilities and features, one JSON line each, for studying errors.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +35,21 @@ const FOLDS: usize = 5;
 const TARGET_PRECISION: f64 = 0.97;
 /// A partial label teaches less than an exact one.
 const PARTIAL_WEIGHT: f64 = 0.5;
+
+/// The parts of the data the figures are reported for.
+const PARTS: [&str; 3] = [
+    "logchunks-dev",
+    "bugswarm-train, exact labels",
+    "bugswarm-train, tests failed (TEST or CODE)",
+];
+
+fn part(e: &Example) -> &'static str {
+    match (e.set.as_str(), e.exact()) {
+        ("logchunks-dev", _) => PARTS[0],
+        (_, Some(_)) => PARTS[1],
+        _ => PARTS[2],
+    }
+}
 
 struct Labelled {
     set: &'static str,
@@ -199,21 +217,12 @@ fn run(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
         3,
     );
     let mut reports = BTreeMap::new();
-    for (name, keep) in [
-        (
-            "logchunks-dev",
-            &(|e: &Example| e.set == "logchunks-dev") as &dyn Fn(&Example) -> bool,
-        ),
-        ("bugswarm-train, exact labels", &|e: &Example| {
-            e.set == "bugswarm-train" && e.exact().is_some()
-        }),
-        (
-            "bugswarm-train, tests failed (TEST or CODE)",
-            &|e: &Example| e.set == "bugswarm-train" && e.exact().is_none(),
-        ),
-    ] {
-        let (ex, pr): (Vec<&Example>, Vec<&Vec<f64>>) =
-            examples.iter().zip(&oof).filter(|(e, _)| keep(e)).unzip();
+    for name in PARTS {
+        let (ex, pr): (Vec<&Example>, Vec<&Vec<f64>>) = examples
+            .iter()
+            .zip(&oof)
+            .filter(|(e, _)| part(e) == name)
+            .unzip();
         let r = learn::report(&ex, &pr, threshold);
         println!(
             "out of fold  {name:<45} {:>4} logs  accuracy {:.3}  completed {:.3}  right among completed {:.3}",
@@ -233,8 +242,8 @@ fn run(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
     let all: Vec<&Example> = examples.iter().collect();
     let fitted = learn::fit(&all, opts);
     let m = Model {
-        about: "Faultline's diagnosis model: multinomial logistic regression over kinds of \
-                evidence (analysis/src/diagnose/model.rs), written by `make train` \
+        about: "Faultline's diagnosis model: a conditional logit over kinds of evidence, \
+                one row per category (analysis/src/diagnose/model.rs), written by `make train` \
                 (analysis/src/bin/faultline-train.rs); do not edit by hand"
             .into(),
         features: model::feature_names(),

@@ -1,5 +1,5 @@
-//! Training the [model](super::model): multinomial logistic regression by
-//! full-batch gradient descent (deterministic: same data, same bytes out),
+//! Training the [model](super::model) (a conditional logit: shared weights,
+//! a row of features per class) by full-batch gradient descent (deterministic: same data, same bytes out),
 //! labels that may allow more than one class, repository-grouped folds and
 //! the review threshold chosen on out-of-fold predictions.
 //!
@@ -39,7 +39,7 @@ impl Example {
 /// Training settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
-    /// L2 penalty on the weights (not the biases).
+    /// L2 penalty on the weights, and on the biases when they are learned.
     pub l2: f64,
     pub iterations: usize,
     pub learning_rate: f64,
@@ -74,9 +74,9 @@ impl Fit {
     }
 }
 
-/// Fits the weights by gradient descent with Nesterov momentum; the L2
-/// penalty holds the biases too, so a category with few examples is not
-/// ruled out by its prior alone.
+/// Fits the weights by gradient descent with Nesterov momentum; when biases
+/// are learned the L2 penalty holds them too, so a category with few
+/// examples is not ruled out by its prior alone.
 pub fn fit(examples: &[&Example], opts: Options) -> Fit {
     let k = CLASSES.len();
     let d = examples

@@ -89,22 +89,24 @@ pub struct Diagnosis {
     pub scores: Vec<(Category, f32)>,
     /// The specifics: failing tests, first diagnostic, packages, command.
     pub facts: Facts,
-    /// What the learned model made of the evidence, when it decided.
+    /// What the learned model makes of the evidence (it advises; the rules
+    /// decide): absent when no model fits this build or nothing was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelView>,
 }
 
-/// The learned decision as the verdict shows it (docs/agent.md).
+/// The learned model's reading as the verdict shows it
+/// (docs/diagnosis-model.md).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ModelView {
     /// Probability of each category, highest first.
     pub probabilities: Vec<(Category, f32)>,
-    /// Below this the answer goes to review.
+    /// Below this probability the model would send the answer to review.
     pub review_below: f32,
-    /// The features that pushed most towards the winner, with their share
-    /// of its score.
+    /// The feature columns that pushed most towards the model's category,
+    /// with what each added to its score (weight × value).
     pub deciding: Vec<(String, f32)>,
-    /// Why it goes to review, when it does.
+    /// Why the model would send the answer to review, when it would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_reason: Option<String>,
 }
@@ -252,25 +254,27 @@ pub fn warm_up() {
 
 /// Diagnoses an excerpt (its lines, failed steps and tail).
 pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
-    let hits = excerpt_hits(excerpt);
+    let (command, exit_code) = failed_step(excerpt);
+    diagnose_hits(excerpt_hits(excerpt), command, exit_code)
+}
+
+/// The model's features of an excerpt (what `faultline-train` learns from):
+/// the evidence [`diagnose`] weighs, as the model reads it.
+pub fn features(excerpt: &Excerpt) -> Vec<Vec<f64>> {
+    let (command, exit_code) = failed_step(excerpt);
+    let mut hits = excerpt_hits(excerpt);
+    cancel_wrapped(&mut hits);
+    let evidence = Evidence::new(&hits, priors(command, exit_code));
+    signals(&evidence, &evidence.scores()).rows()
+}
+
+/// The first failed step's command and exit code.
+fn failed_step(excerpt: &Excerpt) -> (Option<&str>, Option<i32>) {
     let step = excerpt.failed_steps.first();
-    diagnose_hits(
-        hits,
+    (
         step.and_then(|s| s.command.as_deref()),
         step.and_then(|s| s.exit_code),
     )
-}
-
-/// The model's features of an excerpt (what `faultline-train` learns from).
-pub fn features(excerpt: &Excerpt) -> Vec<Vec<f64>> {
-    let mut hits = excerpt_hits(excerpt);
-    let step = excerpt.failed_steps.first();
-    let command = step.and_then(|s| s.command.as_deref());
-    let exit_code = step.and_then(|s| s.exit_code);
-    cancel_wrapped(&mut hits);
-    let evidence = Evidence::new(&hits, priors(command, exit_code));
-    let scores = evidence.scores();
-    signals(&hits, &scores, command, exit_code).rows()
 }
 
 /// Every recogniser hit on the excerpt's lines and on the log's tail.
@@ -374,7 +378,7 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
         .as_ref()
         .filter(|_| !hits.is_empty() || !evidence.priors.is_empty())
         .map(|m| {
-            let x = signals(&hits, &scores, command, exit_code).rows();
+            let x = signals(&evidence, &scores).rows();
             (m, m.predict(&x))
         });
     // Measured on the blind check, the learned model does not yet decide
@@ -464,20 +468,13 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
     diagnosis
 }
 
-/// The model's view of the hits: per kind on the failure's lines and on
-/// the log's last lines, the rules' scores, the failed step.
-fn signals(
-    hits: &[Hit],
-    scores: &[(Category, f32)],
-    command: Option<&str>,
-    exit_code: Option<i32>,
-) -> model::Signals {
-    let mut out = model::Signals {
-        exit_code,
-        ..model::Signals::default()
-    };
+/// The model's view of the evidence: per kind on the failure's lines and
+/// on the log's last lines, the rules' scores, what the failed step's
+/// command and exit code said.
+fn signals(evidence: &Evidence<'_>, scores: &[(Category, f32)]) -> model::Signals {
+    let mut out = model::Signals::default();
     let mut best: HashMap<usize, f32> = HashMap::new();
-    for h in hits {
+    for h in evidence.hits {
         let k = model::kind_index(rules::RULES[h.rule].kind);
         if h.tail {
             out.tail[k] = out.tail[k].max(h.weight);
@@ -490,11 +487,6 @@ fn signals(
         let k = model::kind_index(rules::RULES[*rule].kind);
         out.lines[k] = 1.0 - (1.0 - out.lines[k]) * (1.0 - w.clamp(0.0, 0.95));
     }
-    out.distinct_rules = hits
-        .iter()
-        .map(|h| h.rule)
-        .collect::<std::collections::HashSet<_>>()
-        .len();
     for (i, c) in model::CLASSES.iter().enumerate() {
         out.rules[i] = scores
             .iter()
@@ -502,15 +494,15 @@ fn signals(
             .map(|s| s.1)
             .unwrap_or(0.0);
     }
-    out.step = Some(match command {
-        None => model::StepKind::None,
-        Some(cmd) => COMPILED
-            .steps
+    let from = |command: bool| {
+        evidence
+            .priors
             .iter()
-            .find(|(re, _)| re.is_match(cmd))
-            .map(|(_, k)| model::StepKind::Of(*k))
-            .unwrap_or(model::StepKind::Other),
-    });
+            .find(|p| p.from_command == command)
+            .map(|p| p.kind)
+    };
+    out.step = from(true);
+    out.exit_code = from(false);
     out
 }
 
@@ -528,8 +520,14 @@ fn cancel_wrapped(hits: &mut Vec<Hit>) {
 }
 
 /// A weak finding from the failed step rather than a line: its kind, its
-/// weight, and what it was.
-type Prior = (Kind, f32, String);
+/// weight, what it was and whether the command or the exit code said it.
+struct Prior {
+    kind: Kind,
+    weight: f32,
+    what: String,
+    /// Said by the step's command (else by its exit code).
+    from_command: bool,
+}
 
 /// The step that failed leans the verdict when its lines do not decide.
 fn priors(command: Option<&str>, exit_code: Option<i32>) -> Vec<Prior> {
@@ -537,18 +535,28 @@ fn priors(command: Option<&str>, exit_code: Option<i32>) -> Vec<Prior> {
     if let Some(cmd) = command
         && let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd))
     {
-        let w = if *kind == Kind::Infra { 0.2 } else { 0.3 };
-        priors.push((*kind, w, format!("failed step `{cmd}`")));
+        priors.push(Prior {
+            kind: *kind,
+            weight: if *kind == Kind::Infra { 0.2 } else { 0.3 },
+            what: format!("failed step `{cmd}`"),
+            from_command: true,
+        });
     }
+    let exit = |kind, weight, what: &str| Prior {
+        kind,
+        weight,
+        what: what.into(),
+        from_command: false,
+    };
     match exit_code {
-        Some(124) => priors.push((Kind::Infra, 0.8, "exit code 124: a time limit".into())),
-        Some(137) => priors.push((
+        Some(124) => priors.push(exit(Kind::Infra, 0.8, "exit code 124: a time limit")),
+        Some(137) => priors.push(exit(
             Kind::Infra,
             0.8,
-            "exit code 137: killed (out of memory)".into(),
+            "exit code 137: killed (out of memory)",
         )),
-        Some(143) => priors.push((Kind::Infra, 0.5, "exit code 143: terminated".into())),
-        Some(127) => priors.push((Kind::Config, 0.6, "exit code 127: command not found".into())),
+        Some(143) => priors.push(exit(Kind::Infra, 0.5, "exit code 143: terminated")),
+        Some(127) => priors.push(exit(Kind::Config, 0.6, "exit code 127: command not found")),
         _ => {}
     }
     priors
@@ -585,8 +593,8 @@ impl<'a> Evidence<'a> {
         for &i in best.values() {
             add(rules::RULES[hits[i].rule].kind, hits[i].weight);
         }
-        for (kind, w, _) in &priors {
-            add(*kind, *w);
+        for p in &priors {
+            add(p.kind, p.weight);
         }
         Self {
             hits,
@@ -616,8 +624,8 @@ impl<'a> Evidence<'a> {
         let prior = self
             .priors
             .iter()
-            .filter(|p| p.0 == kind)
-            .map(|p| p.1)
+            .filter(|p| p.kind == kind)
+            .map(|p| p.weight)
             .fold(0.0, f32::max);
         hit.max(prior)
     }
@@ -740,8 +748,8 @@ impl<'a> Evidence<'a> {
             _ => self
                 .priors
                 .iter()
-                .find(|p| p.0.category() == winner)
-                .map(|p| p.2.clone())
+                .find(|p| p.kind.category() == winner)
+                .map(|p| p.what.clone())
                 .unwrap_or_else(|| "the failed step".into()),
         }
     }

@@ -1,7 +1,9 @@
-//! The learned decision on top of the recognisers' evidence: a multinomial
-//! logistic regression over *kinds* of evidence (what produced the failing
-//! lines, where in the log they stand, the failed step's kind and exit
-//! code), never over a project, a file or a test name.
+//! The learned reading of the recognisers' evidence: a conditional logit
+//! (one weight per feature column, shared by the categories, each reading
+//! its own row) over *kinds* of evidence (what produced the failing lines,
+//! where in the log they stand, the failed step's kind and exit code),
+//! never over a project, a file or a test name. It advises; the rules
+//! decide (docs/diagnosis-model.md says why).
 //!
 //! The weights are data ([`MODEL_JSON`], `analysis/model/diagnosis.json`),
 //! written by `faultline-train` (`make train`, [`super::learn`]) from the
@@ -41,18 +43,10 @@ pub const CLASSES: [Category; 5] = [
     Category::TestFailure,
 ];
 
-/// The kind of the failed step, from its command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKind {
-    None,
-    Other,
-    Of(Kind),
-}
-
-/// What one log's evidence looks like to the model, before it becomes a
-/// vector: per kind, the combined weight of the failure lines' findings and
-/// the strongest finding in the log's last lines; the rules' own scores per
-/// category; the failed step.
+/// What one log's evidence looks like to the model, before it becomes rows:
+/// per kind, the combined weight of the failure lines' findings and the
+/// strongest finding in the log's last lines; the rules' own scores per
+/// category; the kinds the failed step's command and exit code point to.
 #[derive(Debug, Clone, Default)]
 pub struct Signals {
     /// Per kind (in [`KINDS`] order): noisy-OR of each rule's best weight
@@ -62,10 +56,12 @@ pub struct Signals {
     pub tail: [f32; 9],
     /// The rules' scores (causes explaining symptoms), in [`CLASSES`] order.
     pub rules: [f32; 5],
-    /// Distinct rules that matched.
-    pub distinct_rules: usize,
-    pub step: Option<StepKind>,
-    pub exit_code: Option<i32>,
+    /// The kind of step the failed command runs (an install, a lint, a
+    /// test, a deploy).
+    pub step: Option<Kind>,
+    /// The kind the failed step's exit code says (a time limit, a kill, a
+    /// missing command).
+    pub exit_code: Option<Kind>,
 }
 
 /// The feature names, in column order. Each class reads its own row of
@@ -128,11 +124,6 @@ impl Signals {
             .map(l)
             .fold(0.0, f64::max);
         let rules_best = self.rules.iter().copied().fold(0.0f32, f32::max);
-        let exit_class = match self.exit_code {
-            Some(124 | 137 | 143) => Some(Category::InfraError),
-            Some(127) => Some(Category::ConfigError),
-            _ => None,
-        };
         CLASSES
             .iter()
             .enumerate()
@@ -152,8 +143,8 @@ impl Signals {
                     tail,
                     f64::from(self.rules[ci]),
                     f64::from(self.rules[ci] > 0.0 && self.rules[ci] >= rules_best),
-                    f64::from(matches!(self.step, Some(StepKind::Of(k)) if k.category() == c)),
-                    f64::from(exit_class == Some(c)),
+                    f64::from(self.step.map(Kind::category) == Some(c)),
+                    f64::from(self.exit_code.map(Kind::category) == Some(c)),
                 ];
                 for k in KINDS {
                     row.push(if k.category() == c { l(k) } else { 0.0 });
@@ -185,9 +176,9 @@ pub struct Model {
     /// One per feature column.
     pub weights: Vec<f64>,
     pub bias: Vec<f64>,
-    /// Below this probability the answer goes to review: chosen on the
-    /// out-of-fold predictions so that what completes is right ≥ 95 % of
-    /// the time.
+    /// Below this probability the model would send the answer to review:
+    /// chosen on the out-of-fold predictions so that what clears it is
+    /// right as often as `faultline-train`'s target (0.97).
     pub review_below: f64,
     /// How the model was trained and how it did out of fold.
     pub provenance: serde_json::Value,

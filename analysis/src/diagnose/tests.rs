@@ -307,28 +307,34 @@ fn a_network_exception_inside_a_test_is_the_network() {
 
 #[test]
 fn tests_in_error_without_an_assertion_are_a_code_error() {
-    let d = diagnose_text(
-        "Results :\n\nTests in error: \n  shouldParse(com.example.ParserTest): null\n\nTests run: 12, Failures: 0, Errors: 1, Skipped: 0\n\
+    assert_eq!(
+        category(
+            "Results :\n\nTests in error: \n  shouldParse(com.example.ParserTest): null\n\nTests run: 12, Failures: 0, Errors: 1, Skipped: 0\n\
          java.lang.NullPointerException\n\tat com.example.Parser.parse(Parser.java:42)",
+        ),
+        Category::CodeError
     );
-    assert_eq!(d.category, Category::CodeError);
 }
 
 #[test]
 fn an_exception_pytest_reports_behind_e_is_a_crash() {
-    let d = diagnose_text(
-        "    def test_total():\n>       assert total(None) == 0\n\
+    assert_eq!(
+        category(
+            "    def test_total():\n>       assert total(None) == 0\n\
          E       TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'\n",
+        ),
+        Category::CodeError
     );
-    assert_eq!(d.category, Category::CodeError);
 }
 
 #[test]
 fn a_jvm_linkage_error_between_library_versions_is_a_dependency_error() {
-    let d = diagnose_text(
-        "Exception in thread \"main\" java.lang.NoSuchMethodError: com.example.json.Reader.read(Ljava/io/Reader;)V\n\tat com.example.App.main(App.java:10)",
+    assert_eq!(
+        category(
+            "Exception in thread \"main\" java.lang.NoSuchMethodError: com.example.json.Reader.read(Ljava/io/Reader;)V\n\tat com.example.App.main(App.java:10)",
+        ),
+        Category::DependencyError
     );
-    assert_eq!(d.category, Category::DependencyError);
 }
 
 #[test]
