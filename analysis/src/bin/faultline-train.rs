@@ -1,4 +1,4 @@
-//! `faultline-train SHARED_DATA_DIR [--out FILE] [--check]`: trains the
+//! `faultline-train SHARED_DATA_DIR [--out FILE] [--check] [--oof FILE]`: trains the
 //! diagnosis model (`analysis/model/diagnosis.json`) from the labelled sets
 //! beside the project and prints its repository-grouped out-of-fold
 //! figures. Deterministic: the same data gives the same file, byte for
@@ -14,8 +14,8 @@
 //! Every repository weighs about the same (weight 1/√n for its n logs), so
 //! a repository with many logs does not teach its own habits.
 //!
-//! `FAULTLINE_TRAIN_OOF=FILE` also writes every log's out-of-fold
-//! probabilities and features, one JSON line each, for studying errors.
+//! `--oof FILE` also writes every log's out-of-fold probabilities and
+//! features, one JSON line each, for studying errors.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -180,7 +180,7 @@ fn round(x: f64, places: i32) -> f64 {
     if r == 0.0 { 0.0 } else { r }
 }
 
-fn run(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
+fn run(data: &Path, out: &Path, check: bool, oof_out: Option<&Path>) -> Result<bool, String> {
     let (items, sources) = load(data)?;
     let xs = featurise(&items)?;
     let mut per_repo: BTreeMap<(&str, &str), usize> = BTreeMap::new();
@@ -204,9 +204,8 @@ fn run(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
         .collect();
     let opts = Options::default();
     let oof = learn::out_of_fold(&examples, FOLDS, opts);
-    if let Ok(path) = std::env::var("FAULTLINE_TRAIN_OOF") {
-        // For studying the errors: one line per log, out-of-fold.
-        let mut f = std::fs::File::create(&path).map_err(|e| format!("{path}: {e}"))?;
+    if let Some(path) = oof_out {
+        let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
         for ((it, e), p) in items.iter().zip(&examples).zip(&oof) {
             let row = json!({"log": it.log, "set": e.set, "group": e.group, "allowed": e.allowed, "p": p, "x": e.x});
             writeln!(f, "{row}").map_err(|e| e.to_string())?;
@@ -288,6 +287,7 @@ fn main() -> ExitCode {
     let mut data = None;
     let mut out = PathBuf::from("analysis/model/diagnosis.json");
     let mut check = false;
+    let mut oof_out = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -299,18 +299,27 @@ fn main() -> ExitCode {
                 }
             },
             "--check" => check = true,
+            "--oof" => match it.next() {
+                Some(p) => oof_out = Some(PathBuf::from(p)),
+                None => {
+                    eprintln!("faultline-train: --oof needs a file");
+                    return ExitCode::from(2);
+                }
+            },
             "-h" | "--help" => {
-                println!("usage: faultline-train SHARED_DATA_DIR [--out FILE] [--check]");
+                println!(
+                    "usage: faultline-train SHARED_DATA_DIR [--out FILE] [--check] [--oof FILE]"
+                );
                 return ExitCode::SUCCESS;
             }
             other => data = Some(PathBuf::from(other)),
         }
     }
     let Some(data) = data else {
-        eprintln!("usage: faultline-train SHARED_DATA_DIR [--out FILE] [--check]");
+        eprintln!("usage: faultline-train SHARED_DATA_DIR [--out FILE] [--check] [--oof FILE]");
         return ExitCode::from(2);
     };
-    match run(&data, &out, check) {
+    match run(&data, &out, check, oof_out.as_deref()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
