@@ -351,6 +351,16 @@ impl Drop for Worker {
             );
         }
         self.kill9();
+        // A failing test shows what its worker said: the log lives in a
+        // scratch folder nobody reads once CI has gone.
+        if std::thread::panicking() {
+            let log = self.stderr();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("--- last lines of {} ---", self.log.display());
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
