@@ -238,11 +238,11 @@ fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
 pub fn line_strength(raw: &str) -> f32 {
     let clean = clean_line(raw);
     let text = clean.trim();
-    matches_of(text)
-        .into_iter()
-        .map(|i| &rules::RULES[i])
-        .filter(|r| !(r.kind == Kind::Infra && NOT_FOUND_404.is_match(text)))
-        .map(|r| r.weight)
+    let matched = matches_of(text);
+    matched
+        .iter()
+        .filter(|&&i| applies(i, &matched, text))
+        .map(|&i| rules::RULES[i].weight)
         .fold(0.0, f32::max)
 }
 
@@ -326,10 +326,47 @@ static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
 static NOT_FOUND_404: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&ascii_classes(r"\b404\b")).expect("built-in pattern compiles"));
 
+/// A `file:line:col:` line that is a warning or a note, not an error.
+static NOT_AN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&ascii_classes(
+        r"(?i)^\S+:\d+:\d+:? (?:\[?(?:warning|note|info|hint|suggestion|convention)\b|W\d)",
+    ))
+    .expect("built-in pattern compiles")
+});
+
+/// Whether rule `rule`, one of `matched` (every rule matching `text`),
+/// says what it seems to on this line:
+/// - a 404 is the thing asked for not existing, not the network failing;
+/// - the shared `file:line:col:` shape on a warning or a note is not the
+///   failure, and where a tool's own format matches too it adds nothing;
+/// - a generic "expected … but found" or "assertion failed" inside a
+///   linter's or compiler's own diagnostic is that tool's message, not a
+///   test's expectation.
+fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
+    let r = &rules::RULES[rule];
+    if r.kind == Kind::Infra && NOT_FOUND_404.is_match(text) {
+        return false;
+    }
+    // A tool's own format on the same line says it better.
+    let tool_says = || {
+        matched.iter().any(|&m| {
+            let other = &rules::RULES[m];
+            m != rule && matches!(other.kind, Kind::Lint | Kind::Compile) && other.weight >= 0.9
+        })
+    };
+    if r.id == "lint.diagnostic" {
+        return !NOT_AN_ERROR.is_match(text) && !tool_says();
+    }
+    if r.kind == Kind::Assertion && r.id.starts_with("generic.") {
+        return !tool_says();
+    }
+    true
+}
+
 fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     let matched = matches_of(text);
     let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
-    for rule in matched {
+    for &rule in &matched {
         let r = &rules::RULES[rule];
         if rules::SUPERSEDES
             .iter()
@@ -337,7 +374,7 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
         {
             continue;
         }
-        if r.kind == Kind::Infra && NOT_FOUND_404.is_match(text) {
+        if !applies(rule, &matched, text) {
             continue;
         }
         let mut weight = r.weight * WEIGHT_SCALE;

@@ -152,6 +152,10 @@ pub const RULES: &[Rule] = &[
     r("surefire.summary", "surefire", TestSummary, 0.8, r"Tests run: \d+, Failures: (?:[1-9]\d*, Errors: \d+|\d+, Errors: [1-9])"),
     r("surefire.failed", "surefire", TestSummary, 0.8, r"^(?:\[ERROR\] )?Failed tests:"),
     // Tests in error threw an exception the test did not expect.
+    // Surefire's "Errors:" summary names the exception a test died of
+    // without its package (`» NullPointer`): an uncaught error, not an
+    // assertion.
+    r("surefire.error_type", "surefire", Crash, 0.9, r"^\[ERROR\]\s+[\w.$]+\.\w+(?::\d+)?\s+» (?P<code>NullPointer|ClassCast|IllegalState|IllegalArgument|ArrayIndexOutOfBounds|StringIndexOutOfBounds|IndexOutOfBounds|NumberFormat|UnsupportedOperation|StackOverflow|Arithmetic|NoSuchElement|ConcurrentModification|ExceptionInInitializer)\b"),
     r("surefire.in_error", "surefire", Crash, 0.6, r"^(?:\[ERROR\] )?(?:Tests in error:|Errors:\s*$)|Tests run: \d+, Failures: 0, Errors: [1-9]"),
     r("maven.test_failures", "maven", TestSummary, 0.6, r"There (?:are|were) test failures"),
     r("testng.failed", "testng", TestFailed, 0.8, r"^FAILED: (?:(?P<suite>[\w.$]+)\.)?(?P<test>[a-z]\w*[A-Z]\w*)(?:\(.*\))?$"),
@@ -361,6 +365,14 @@ pub const RULES: &[Rule] = &[
     r("commitlint", "commitlint", Lint, 0.9, r"^✖\s+(?P<msg>.+) \[(?P<code>[\w-]+)\]$|found [1-9]\d* problems?, \d+ warnings?$"),
     r("codespell", "codespell", Lint, 0.9, r"^(?P<file>[\w./-]+):(?P<line>\d+): (?P<msg>\w+ ==> \w+(?:, \w+)*)$|\bmisspelled\b|is a misspelling of\b"),
     r("editorconfig", "editorconfig", Lint, 0.8, r"(?i)editorconfig.*(?:error|violation)|trailing whitespace|Wrong (?:indent style|line ending)"),
+    r("jshint.problem", "jshint", Lint, 1.0, r"^(?P<file>[\w./@-]+\.(?:js|jsx|mjs|cjs|json|html)): line (?P<line>\d+), col (?P<col>\d+), (?P<msg>.+)$"),
+    r("prettier.check", "prettier", Lint, 1.0, r"Code style issues (?:were )?found in (?:the above file|\d+ files)|Forgot to run Prettier\?"),
+    // The `file:line:col: message` shape most linters and compilers share
+    // (standard, xo, gcc-style reporters); warnings and notes are not the
+    // failure (see `collect`).
+    r("lint.diagnostic", "linter or compiler", Lint, 0.6, r#"^(?P<file>/?(?:[\w.@~-]+/)*[\w.@-]+\.(?:js|jsx|mjs|cjs|ts|tsx|vue|svelte|coffee|py|pyx|rb|go|java|kt|kts|scala|groovy|php|css|scss|sass|less|sh|bash|c|cc|cpp|cxx|h|hpp|m|mm|rs|swift|cs|fs|ex|exs|erl|hs|elm|lua|pl|pm|r|R|jl|dart|nim|zig|md|rst|yml|yaml|json|toml|xml|html)):(?P<line>\d+):(?P<col>\d+):? (?P<msg>[A-Za-z'"`(\[].+)$"#),
+    // A make target named for a check of style or format failed.
+    r("make.lint_target", "make", Lint, 0.7, r"^make(?:\[\d+\])?: \*\*\* \[(?:\S*[/:])?(?:lint|fmt|format|style|vet|gofmt|goimports|golint|flake8|pep8|pycodestyle|pylint|eslint|jshint|rubocop|cpplint|clang-format|tidy|check-?(?:fmt|format|style|lint))[\w.-]*\] Error [1-9]|recipe for target '(?:\S*[/:])?(?:lint|fmt|format|style|vet|gofmt|check-?(?:fmt|format|style|lint))[\w.-]*' failed"),
     r("lint.generic", "linter", Lint, 0.5, r"(?i)\b[1-9]\d* (?:lint|style|format(?:ting)?) (?:errors?|violations?|issues?|problems?)\b|\blint(?:ing)? (?:failed|errors? found)\b"),
     // Link checkers: awesome_bot, markdown-link-check, lychee, html-proofer, linkchecker.
     r("links.awesome_bot", "awesome_bot", Lint, 1.0, r"^(?:\d+\. )?\[L\d+\] (?P<code>\d{3}) (?P<url>\S+)"),
@@ -470,7 +482,7 @@ pub const RULES: &[Rule] = &[
     r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host"),
     r("network.connect", "network", Infra, 0.9, r"(?-i:\bE(?:TIMEDOUT|CONNRESET|CONNREFUSED)\b)|(?i)Connection (?:timed out|reset by peer|refused)|Failed to connect to \S+ port \d+|Network is unreachable|No route to host|\bsocket hang up\b|Read timed out|connect timed out|TLS handshake timeout|i/o timeout|Operation timed out|EHOSTUNREACH|early EOF|The remote end hung up unexpectedly|RPC failed; curl \d+|Connection to \S+ timed out|\bConnectTimeout(?:Error)?\b|\bNewConnectionError\b"),
     // The network's exception types and errno names of the major runtimes.
-    r("network.connect_exception", "network", Infra, 0.9, r"\bjava\.net\.(?:ConnectException|SocketTimeoutException|UnknownHostException|NoRouteToHostException|SocketException)\b|\b(?:ConnectionRefusedError|ConnectionResetError|ConnectionAbortedError)\b|\bsocket\.(?:timeout|gaierror)\b|\brequests\.exceptions\.(?:ConnectionError|ConnectTimeout|ReadTimeout|Timeout|SSLError)\b|\burllib3\.exceptions\.(?:MaxRetryError|NewConnectionError|ReadTimeoutError|ProtocolError)\b|\bErrno::(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b|\bNet::(?:ReadTimeout|OpenTimeout)\b|\bFaraday::(?:ConnectionFailed|TimeoutError)\b|\bHttpRequestException\b|\bSystem\.Net\.(?:Sockets\.SocketException|WebException)\b|\b(?:ServerSelectionTimeoutError|MongoNetworkError|MongoServerSelectionError)\b|\bOperationalError\)?:? could not connect\b|\bredis\.exceptions\.(?:ConnectionError|TimeoutError)\b|\[Errno (?:111|110|104|113|101|-2|-3)\]|\bdial tcp \S+: (?:connect: connection refused|i/o timeout)"),
+    r("network.connect_exception", "network", Infra, 0.9, r"\bjava\.net\.(?:ConnectException|SocketTimeoutException|UnknownHostException|NoRouteToHostException|SocketException)\b| » (?:Connect|SocketTimeout|UnknownHost|NoRouteToHost)\b|\b(?:ConnectionRefusedError|ConnectionResetError|ConnectionAbortedError)\b|\bsocket\.(?:timeout|gaierror)\b|\brequests\.exceptions\.(?:ConnectionError|ConnectTimeout|ReadTimeout|Timeout|SSLError)\b|\burllib3\.exceptions\.(?:MaxRetryError|NewConnectionError|ReadTimeoutError|ProtocolError)\b|\bErrno::(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b|\bNet::(?:ReadTimeout|OpenTimeout)\b|\bFaraday::(?:ConnectionFailed|TimeoutError)\b|\bHttpRequestException\b|\bSystem\.Net\.(?:Sockets\.SocketException|WebException)\b|\b(?:ServerSelectionTimeoutError|MongoNetworkError|MongoServerSelectionError)\b|\bOperationalError\)?:? could not connect\b|\bredis\.exceptions\.(?:ConnectionError|TimeoutError)\b|\[Errno (?:111|110|104|113|101|-2|-3)\]|\bdial tcp \S+: (?:connect: connection refused|i/o timeout)"),
     r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
     r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
     r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),
@@ -506,6 +518,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("chai.assertion", "generic.assertion_failed"),
     ("python.assertion", "generic.assertion_failed"),
     ("php.fatal", "php.parse"),
+    ("make.lint_target", "make.error"),
     ("links.awesome_bot", "network.dns"),
     ("links.awesome_bot", "network.connect"),
     // An assertion about a status or a timeout is the test's subject.

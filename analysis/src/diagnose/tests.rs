@@ -354,3 +354,69 @@ fn the_learned_model_advises_with_its_probabilities_and_reasons() {
     let m = d.model.expect("the shipped model advises");
     assert!(m.review_reason.is_some_and(|r| r.contains("no assertion")));
 }
+
+#[test]
+fn linters_reporting_under_a_test_command_are_a_code_error() {
+    // Written for this test in each tool's reporter format.
+    for text in [
+        // jshint's default reporter
+        "lib/shapes.js: line 8, col 14, Missing semicolon.\n\n1 error\nnpm ERR! Test failed.",
+        // standard / xo: the shared `file:line:col: message` shape
+        "standard: Use JavaScript Standard Style\n  /work/app/lib/shapes.js:3:10: Extra semicolon.",
+        // prettier --check
+        "Checking formatting...\n[warn] src/shapes.js\n[warn] Code style issues found in the above file. Forgot to run Prettier?",
+        // a make target of the style check
+        "gofmt -l .\nshapes/area.go\nmake: *** [fmt] Error 1",
+    ] {
+        assert_eq!(category(text), Category::CodeError, "{text}");
+    }
+}
+
+#[test]
+fn a_linter_message_that_says_expected_is_not_an_assertion() {
+    let d = diagnose_text(
+        "/work/app/src/shapes.js\n  12:5  error  Expected indentation of 2 spaces but found 4  indent\n\n✖ 1 problem (1 error, 0 warnings)",
+    );
+    assert_eq!(d.category, Category::CodeError);
+    assert!(
+        d.findings.iter().all(|f| f.kind != Kind::Assertion),
+        "{d:#?}"
+    );
+    assert!(d.confidence >= 0.8, "{d:#?}");
+}
+
+#[test]
+fn warnings_in_the_shared_diagnostic_shape_are_not_the_failure() {
+    let d = diagnose_text(
+        "src/shapes.c:4:7: warning: unused variable 'n' [-Wunused-variable]\nlib/area.js:3:1: note: declared here",
+    );
+    assert!(
+        d.findings.iter().all(|f| f.rule != "lint.diagnostic"),
+        "{d:#?}"
+    );
+    assert!(line_strength("src/shapes.c:4:7: warning: unused variable 'n'") == 0.0);
+}
+
+#[test]
+fn surefire_errors_that_name_an_uncaught_exception_are_a_code_error() {
+    let d = diagnose_text(
+        "[ERROR] Tests run: 5, Failures: 0, Errors: 1, Skipped: 0\n\
+         [ERROR] Errors: \n\
+         [ERROR]   ShapeTest.areaOfNothing:31 » NullPointer\n\
+         [INFO] BUILD FAILURE",
+    );
+    assert_eq!(d.category, Category::CodeError);
+    assert!(d.confidence >= 0.6, "{d:#?}");
+    // The failing test is still named.
+    assert!(
+        d.facts
+            .failing_tests
+            .iter()
+            .any(|t| t.name == "areaOfNothing")
+    );
+    // The same summary naming a network exception is the network.
+    assert_eq!(
+        category("[ERROR] Errors: \n[ERROR]   ClientIT.fetch:40 » SocketTimeout connect timed out"),
+        Category::InfraError
+    );
+}

@@ -100,6 +100,8 @@ const RULES: &[(&str, f32)] = &[
     (r"(?i)[\w.)\]/-]+:\d+(:\d+)?:?\s*(fatal )?(error|failure)\b|\(\d+(,\d+)?\)\s*:\s*error\b|error\[\w+\]", 2.0),
     // Shell errors: `script.sh: line 3: cd: x: No such file or directory`.
     (r"^\S+: line \d+: ", 1.0),
+    // jshint's reporter: `lib/a.js: line 3, col 9, Missing semicolon.`
+    (r"^\S+: line \d+, col \d+, ", 2.0),
     // Test summaries and markers.
     (r"(?i)\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]\d{0,6}([,;.)]|\s|$)", 2.0),
     (r"✖|✗|✘|×|^\s*not ok\b|^\s*---? FAIL", 2.0),
