@@ -66,7 +66,9 @@ pub struct Claimed {
 /// pending (due, unlocked) -> locked by `owner` for `lock`: up to `limit`
 /// rows, skipping rows another deliverer holds. `kinds` are the kinds this
 /// deliverer sends; others are marked `skipped` (configuration says they are
-/// not notified).
+/// not notified). The claim reads `kinds` too: a row committed between the
+/// two statements is left pending for the next pass, never claimed and sent
+/// because the first statement did not see it.
 pub async fn claim_due(
     pool: &PgPool,
     owner: &str,
@@ -84,7 +86,7 @@ pub async fn claim_due(
     sqlx::query_as(
         "WITH due AS (
              SELECT id FROM notification_outbox
-             WHERE status = 'pending' AND next_attempt_at <= now()
+             WHERE status = 'pending' AND kind = ANY($4) AND next_attempt_at <= now()
                AND (locked_until IS NULL OR locked_until < now())
              ORDER BY next_attempt_at LIMIT $3
              FOR UPDATE SKIP LOCKED)
@@ -96,6 +98,7 @@ pub async fn claim_due(
     .bind(owner)
     .bind(lock.as_secs_f64())
     .bind(limit)
+    .bind(kinds)
     .fetch_all(pool)
     .await
 }
