@@ -82,6 +82,8 @@ eval: setup build-release
 	@if [ -d $(SHARED)/data/bugswarm-train ]; then \
 		echo "== the diagnosis model, out of fold (grouped by repository)"; \
 		./target/release/faultline-train $(SHARED)/data --check; \
+		echo "== the passing log as a baseline, on the real fail/pass pairs"; \
+		python3 scripts/eval_pairs.py --data $(SHARED)/data/bugswarm-train --bin ./target/release; \
 	else echo "== no training data: $(SHARED)/data/bugswarm-train is absent"; fi
 
 # The diagnosis model from the labelled sets beside the project

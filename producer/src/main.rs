@@ -97,6 +97,9 @@ enum Command {
         /// Print the diagnosis as JSON.
         #[arg(long)]
         json: bool,
+        /// A passing log of the same job (plain or gzip), as for `excerpt`.
+        #[arg(long, value_name = "PASS")]
+        baseline: Option<PathBuf>,
     },
     /// The human-review queue.
     Review {
@@ -174,8 +177,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     {
         return excerpt(file, *json, *max_lines, baseline.as_deref());
     }
-    if let Command::Diagnose { file, json } = &cli.command {
-        return diagnose(file, *json);
+    if let Command::Diagnose {
+        file,
+        json,
+        baseline,
+    } = &cli.command
+    {
+        return diagnose(file, *json, baseline.as_deref());
     }
     // Its own databases and workers: nothing of DATABASE_URL's but the server
     // (and the prompt registry it copies from).
@@ -272,9 +280,14 @@ fn hostname() -> String {
 }
 
 /// Diagnoses a local file as the worker's `log_excerpt` tool does.
-fn diagnose(file: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+fn diagnose(
+    file: &std::path::Path,
+    json: bool,
+    baseline: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
     let opts = logs::ExcerptOptions {
         max_lines: faultline_shared::diagnose::EXCERPT_LINES,
+        baseline: load_baseline(baseline)?,
         ..logs::ExcerptOptions::default()
     };
     let excerpt = logs::excerpt_file(file, &opts)
@@ -305,6 +318,17 @@ fn diagnose(file: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The passing log given with `--baseline`, read as the excerpt reads lines.
+fn load_baseline(
+    pass: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::sync::Arc<logs::Baseline>>> {
+    let Some(pass) = pass else { return Ok(None) };
+    let max_line_bytes = logs::ExcerptOptions::default().max_line_bytes;
+    let baseline = logs::Baseline::from_file(pass, max_line_bytes)
+        .with_context(|| format!("failed to read {}", pass.display()))?;
+    Ok(Some(std::sync::Arc::new(baseline)))
+}
+
 /// Runs the excerpt tool on a local file: plain lines, or JSON with
 /// `--json`; with a baseline, lines of the passing log do not count.
 fn excerpt(
@@ -314,18 +338,10 @@ fn excerpt(
     baseline: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     use std::io::Write;
-    let defaults = logs::ExcerptOptions::default();
-    let baseline = match baseline {
-        Some(pass) => Some(std::sync::Arc::new(
-            logs::Baseline::from_file(pass, defaults.max_line_bytes)
-                .with_context(|| format!("failed to read {}", pass.display()))?,
-        )),
-        None => None,
-    };
     let opts = logs::ExcerptOptions {
         max_lines,
-        baseline,
-        ..defaults
+        baseline: load_baseline(baseline)?,
+        ..logs::ExcerptOptions::default()
     };
     let excerpt = logs::excerpt_file(file, &opts)
         .with_context(|| format!("failed to read {}", file.display()))?;
