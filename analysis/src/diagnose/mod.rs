@@ -246,6 +246,22 @@ pub fn line_strength(raw: &str) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// How decisive the strongest *code* recogniser (a compiler's, type
+/// checker's or linter's report) matching `raw` is; `0` when none does. A
+/// report line of such a tool anchors an excerpt block even without
+/// failure words.
+pub fn code_report_strength(raw: &str) -> f32 {
+    let clean = clean_line(raw);
+    let text = clean.trim();
+    let matched = matches_of(text);
+    matched
+        .iter()
+        .filter(|&&i| matches!(rules::RULES[i].kind, Kind::Compile | Kind::Lint))
+        .filter(|&&i| applies(i, &matched, text))
+        .map(|&i| rules::RULES[i].weight)
+        .fold(0.0, f32::max)
+}
+
 /// Compiles the recognisers (otherwise done by the first diagnosis).
 pub fn warm_up() {
     LazyLock::force(&COMPILED);

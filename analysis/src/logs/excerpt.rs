@@ -274,6 +274,24 @@ mod tests {
     }
 
     #[test]
+    fn a_report_line_without_failure_words_that_a_recogniser_reads_is_kept() {
+        // markdownlint's format, written for this test: no failure word,
+        // but a tool's own report of a problem.
+        let mut log = noise(2000);
+        log.push_str(
+            "docs/guide.md:7:1 MD012/no-multiple-blanks Multiple consecutive blank lines
+",
+        );
+        log.push_str(&noise(40));
+        let ex = run(&log);
+        assert!(
+            texts(&ex).iter().any(|t| t.contains("MD012")),
+            "{:?}",
+            texts(&ex)
+        );
+    }
+
+    #[test]
     fn finds_compiler_error_in_the_middle() {
         let mut log = noise(2000);
         log.push_str(

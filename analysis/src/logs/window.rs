@@ -217,6 +217,19 @@ pub(super) struct State<'o> {
     failed_steps: Vec<FailedStep>,
     /// Lines the recognisers may still read ([`RECOGNISE_BUDGET`]).
     recognise_budget: usize,
+    /// Located lines without failure words the recognisers may still read
+    /// ([`ANCHOR_BUDGET`]).
+    anchor_budget: usize,
+}
+
+/// Located lines without failure words read by the recognisers per log.
+const ANCHOR_BUDGET: usize = 20_000;
+
+/// Whether a line carries a source location (`a.js:3:9`, `line 3, col 9`,
+/// `a.rb:12:`): the shape of most tools' report lines.
+fn located(clean: &str) -> bool {
+    let b = clean.as_bytes();
+    b.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit()) || clean.contains(", col ")
 }
 
 /// Longest command text kept for a failed step.
@@ -263,6 +276,7 @@ impl<'o> State<'o> {
             step_command: None,
             failed_steps: Vec::new(),
             recognise_budget: RECOGNISE_BUDGET,
+            anchor_budget: ANCHOR_BUDGET,
         }
     }
 
@@ -272,6 +286,21 @@ impl<'o> State<'o> {
         self.total_lines += 1;
         let (clean, tag) = clean_line_tagged(raw);
         let mut info = analyse(&clean, tag, raw.contains('\x1b') && is_red(raw));
+        // A line a recogniser reads as a compiler's or linter's own report
+        // anchors a block even without failure words; bounded per log,
+        // located lines only.
+        if info.score >= 0.0
+            && info.score < ANCHOR
+            && !info.blank
+            && !info.wrapper
+            && self.anchor_budget > 0
+            && located(&clean)
+        {
+            self.anchor_budget -= 1;
+            if crate::diagnose::code_report_strength(&clean) >= 0.9 {
+                info.score = ANCHOR;
+            }
+        }
         // A line the job's last green log printed too is its usual noise:
         // never an anchor or signal, at most context inside a block.
         let known = info.score >= 0.0
