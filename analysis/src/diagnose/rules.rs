@@ -122,6 +122,9 @@ pub const RULES: &[Rule] = &[
     r("jest.received", "jest", Assertion, 0.5, r"^(?:Expected|Received)(?: value| length| substring)?:\s+\S"),
     // Mocha / Jasmine / Karma / Protractor / tap / QUnit / Ember
     r("mocha.summary", "mocha", TestSummary, 0.9, r"^[1-9]\d* failing$"),
+    // A test the framework aborted at its time limit (the knowledge base's
+    // test-timeout: a hang or a slow test, not the job's time limit).
+    r("test.timeout", "test runner", TestFailed, 0.8, r"(?i)\bTimeout of \d+ ?ms exceeded\b|\bExceeded timeout of \d+ ?ms for a (?:test|hook)\b|\bAsync callback was not invoked within (?:the )?\d+ ?ms timeout\b|\bTestTimedOutException\b|\btest timed out after \d+|^E?\s*Failed: Timeout >[\d.]+s|\bTest timeout of \d+ ?ms exceeded\b"),
     r("karma.failed", "karma", TestFailed, 1.0, r"^(?:\w+(?: \w+)? [\d.]+ \([^)]*\)) (?P<test>.+?) FAILED$"),
     r("karma.summary", "karma", TestSummary, 0.9, r"Executed \d+ of \d+ .*\([1-9]\d* FAILED\)"),
     r("jasmine.expected", "jasmine", Assertion, 0.8, r"^Expected .+ (?:to (?:equal|be|have|contain|match|throw)|not to)\b"),
@@ -238,6 +241,7 @@ pub const RULES: &[Rule] = &[
     r("busted.failure", "busted", Assertion, 1.0, r"^Failure → (?P<file>\S+\.lua) @ (?P<line>\d+)"),
     r("busted.summary", "busted", TestSummary, 0.9, r"^\d+ successes? / [1-9]\d* failures?"),
     r("lua.test_error", "lua tests", TestFailed, 0.6, r"^\[\s+(?:FAIL|ERROR)\s+\] (?P<test>.+)$"),
+    r("julia.test_failed", "julia Test", Assertion, 1.0, r"^Test Failed at (?P<file>\S+\.jl):(?P<line>\d+)$"),
     r("clojure.fail", "clojure.test", TestFailed, 1.0, r"^FAIL in \((?P<test>[\w.?!*+<>=/-]+)\) \((?P<file>[\w.-]+\.clj[sc]?):(?P<line>\d+)\)"),
     r("clojure.summary", "clojure.test", TestSummary, 0.9, r"^Ran \d+ tests containing \d+ assertions\.|^[1-9]\d* failures, \d+ errors\.$"),
     r("lein.failed", "leiningen", TestSummary, 0.7, r"^Tests failed\.$"),
@@ -264,7 +268,7 @@ pub const RULES: &[Rule] = &[
     r("javac.error", "javac", Compile, 1.0, r"^(?:\[ERROR\] )?(?P<file>[\w./\\:-]+\.java):(?:\[(?P<line>\d+),(?P<col>\d+)\]|(?P<line2>\d+):) (?:error: )?(?P<msg>.+)$"),
     r("maven.compilation", "maven", Compile, 0.9, r"COMPILATION ERROR|Compilation failure|Failed to execute goal org\.apache\.maven\.plugins:maven-compiler-plugin"),
     r("gradle.compile", "gradle", Compile, 0.9, r"Execution failed for task '[\w:]*:compile\w*'|Compilation failed; see the compiler error output"),
-    r("kotlin.error", "kotlinc", Compile, 1.0, r"^e: (?:file://)?(?P<file>\S+\.kts?):(?:\((?P<line>\d+), (?P<col>\d+)\)|(?P<line2>\d+):(?P<col2>\d+)) (?P<msg>.+)"),
+    r("kotlin.error", "kotlinc", Compile, 1.0, r"^e: (?:file://)?(?P<file>\S+\.kts?):(?: ?\((?P<line>\d+), (?P<col>\d+)\):?|(?P<line2>\d+):(?P<col2>\d+)) (?P<msg>.+)"),
     r("scala.error", "scalac", Compile, 1.0, r"^\[error\] (?:-- \[E\d+\] .*: )?(?P<file>[\w./\\:-]+\.scala):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>.+)"),
     r("sbt.compile", "sbt", Compile, 0.8, r"^\[error\] \(.*compile.*\) .*Compilation failed|^\[error\] Compilation failed"),
     r("csc.error", "csc", Compile, 1.0, r"(?P<file>[\w./\\:-]+\.(?:cs|vb|fs))\((?P<line>\d+),(?P<col>\d+)\): error (?P<code>(?:CS|BC|FS)\d{4}): (?P<msg>.+?)(?: \[.*\])?$"),
@@ -281,7 +285,12 @@ pub const RULES: &[Rule] = &[
     r("elixir.compile", "elixirc", Compile, 1.0, r"^== Compilation error in file (?P<file>\S+) ==|^\*\* \((?:CompileError|SyntaxError|TokenMissingError|MismatchedDelimiterError)\) (?P<file2>[\w./-]+\.exs?):(?P<line>\d+)"),
     r("python.syntax", "python", Compile, 1.0, r"^(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
     r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
-    r("php.parse", "php", Compile, 1.0, r"PHP Parse error:\s+(?P<msg>.+?) in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+)"),
+    // Compilers of other languages, in their own formats.
+    r("clojure.compile", "clojure", Compile, 0.9, r"Unable to resolve (?:symbol|var|classname): (?P<msg>\S+)(?: in this context)?, compiling:\((?P<file>[\w./-]+\.clj[sc]?):(?P<line>\d+)|^Syntax error (?:\(\w+\) )?(?:compiling|macroexpanding|reading source) (?:\S+ )?at \((?P<file2>[\w./-]+\.clj[sc]?):(?P<line2>\d+)"),
+    r("perl.compile", "perl", Compile, 0.9, r#"^Global symbol "[$@%]\w+" requires explicit package name|^syntax error at (?P<file>\S+) line (?P<line>\d+), near|^Bareword "\w+" not allowed while "strict subs"|\bhad compilation errors\.$|^Compilation failed in require at (?P<file2>\S+) line (?P<line2>\d+)"#),
+    r("ocaml.error", "ocaml", Compile, 0.9, r"^Error: (?:Unbound (?:value|module|type constructor|constructor|record field|class)|This expression has type|Syntax error|The (?:function|constructor|value) \S+ .*(?:applied to|expects))"),
+    r("groovy.compile", "groovyc", Compile, 0.9, r"^(?P<file>\S+\.groovy): (?P<line>\d+): (?P<msg>unable to resolve class .+|unexpected token: .+|expecting .+)$|^startup failed:$"),
+    r("php.parse", "php", Compile, 1.0, r"(?:PHP )?Parse error:\s+(?P<msg>.+?) in (?P<file>\S+\.php)(?: on line |:)(?P<line>\d+)"),
     r("ruby.syntax", "ruby", Compile, 1.0, r"(?P<file>[\w./-]+\.(?:rb|rake|gemspec)):(?P<line>\d+): syntax error, (?P<msg>.+)"),
     r("coffee.error", "coffee", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:coffee|litcoffee)):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.+)$"),
     r("babel.syntax", "babel", Compile, 0.9, r"SyntaxError: (?P<file>[\w./-]+\.[jt]sx?): (?P<msg>.+) \((?P<line>\d+):(?P<col>\d+)\)"),
@@ -318,6 +327,8 @@ pub const RULES: &[Rule] = &[
     r("rust.panic", "rust", Crash, 0.6, r"panicked at .*(?:called `(?:Option|Result)::unwrap\(\)`|index out of bounds|attempt to (?:add|subtract|multiply|divide) with overflow|unreachable|not yet implemented|byte index)"),
     // Rust 1.73+ prints the panic's message on the line after `panicked at file:line:col:`.
     r("rust.panic_message", "rust", Crash, 0.6, r"^(?:called `(?:Option|Result)::unwrap(?:_err)?\(\)` on an? `(?:None|Err|Ok)` value|index out of bounds: the len is \d+ but the index is \d+|attempt to (?:add|subtract|multiply|divide|negate|shift left|shift right) with overflow|internal error: entered unreachable code|not yet implemented|byte index \d+ is (?:out of bounds|not a char boundary))"),
+    r("cpp.unhandled_exception", "c++ runtime", Crash, 0.9, r"^terminate called after throwing an instance of '(?P<code>[\w:<>, ]+)'|^libc\+\+abi(?:\.dylib)?: terminating with uncaught exception of type (?P<code2>[\w:<>, ]+)"),
+    r("julia.error", "julia", Crash, 0.8, r"^(?:ERROR: )?(?:LoadError: )?(?P<code>UndefVarError|MethodError|BoundsError|ArgumentError|DomainError|KeyError|TypeError|InexactError|DimensionMismatch)(?:: (?P<msg>.+))?$"),
     r("native.crash", "native", Crash, 0.9, r"(?i)\bsegmentation fault\b|\bSIGSEGV\b|\bcore dumped\b|^Abort trap\b|\bdouble free or corruption\b|\bstack smashing detected\b|\bAccess violation\b|\bbus error\b"),
     r("sanitizer", "sanitizer", Crash, 1.0, r"ERROR: (?:AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer|UndefinedBehaviorSanitizer)\b|^SUMMARY: (?:Address|Leak|Thread|Memory|UndefinedBehavior)Sanitizer|: runtime error: "),
     r("valgrind", "valgrind", Crash, 0.9, r"ERROR SUMMARY: [1-9]\d* errors? from|Invalid (?:read|write) of size \d+|definitely lost: [1-9]"),
@@ -447,6 +458,8 @@ pub const RULES: &[Rule] = &[
     r("make.config", "make", Config, 0.8, r"No rule to make target '(?P<cmd>[^']+)'(?:, needed by|\.\s+Stop)|No targets specified and no makefile found|make: \*\*\* No rule to make target"),
     r("npm.missing_script", "npm", Config, 1.0, r#"npm ERR! missing script: (?P<cmd>\S+)|Missing script: "(?P<cmd2>[^"]+)"|npm ERR! enoent .*package\.json|error Command "(?P<cmd3>[^"]+)" not found"#),
     r("node.engine", "node", Config, 1.0, r#"The engine "(?P<pkg>\w+)" is incompatible with this module|Unsupported engine|requires? (?:a )?(?:node|Node\.js) (?:version )?(?P<ver>[<>=^~\d.x ]+)"#),
+    // A test browser the configuration names is not on the machine.
+    r("karma.no_browser", "karma", Config, 0.8, r"No binary for \w+ browser on your platform|Cannot start (?:Chrome|ChromeHeadless|Firefox|FirefoxHeadless|PhantomJS)\b"),
     r("gradle.config", "gradle", Config, 0.9, r"Task '(?P<cmd>[^']+)' not found in (?:root )?project|Could not find method (?P<msg>\w+\(\)) for arguments|A problem occurred (?:evaluating|configuring) (?:root )?project|Could not get unknown property|Gradle requires Java|Unsupported class file major version|Could not determine java version|Could not find or load main class org\.gradle\.wrapper"),
     r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
     r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)"),
@@ -486,6 +499,12 @@ pub const RULES: &[Rule] = &[
     r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
     r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
     r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),
+    // Limits of the operating system: file descriptors, processes.
+    r("os.resource_limit", "machine", Infra, 0.8, r"(?i)\btoo many open files\b|\bE[MN]FILE\b|\bfork: (?:retry: )?Resource temporarily unavailable|\bcannot fork\b"),
+    // A test browser or build daemon that went away, a service still starting.
+    r("karma.browser_lost", "karma", Infra, 0.9, r"Disconnected,? because no message in \d+ ?ms|Executed \d+ of \d+ DISCONNECTED|failed \d+ times \(timeout\)\. Giving up\.|\bNo captured browser\b"),
+    r("gradle.daemon", "gradle", Infra, 0.9, r"Gradle build daemon disappeared unexpectedly|The daemon has terminated unexpectedly|Gradle Test Executor \d+ finished with non-zero exit value (?:137|143)"),
+    r("service.starting", "service", Infra, 0.7, r"the database system is starting up|Sauce Connect could not establish a connection|Sauce Connect .*(?:failed|timed out)"),
     r("network.bind", "network", Infra, 0.9, r"(?i)\bbind: address already in use\b|\bEADDRINUSE\b|Address already in use"),
     r("network.fetch_failed", "network", Infra, 0.7, r"^(?:W|E): Failed to fetch |^Err:\d+ https?://|Unable to fetch some archives|Hash Sum mismatch|Failed to download .* (?:timed out|after \d+ attempts)|download failed|Could not transfer artifact .* (?:Connection|timed out|Read timed out)"),
     r("docker.daemon", "docker", Infra, 1.0, r"Cannot connect to the Docker daemon|error during connect:|Error response from daemon: (?:Get|Head) \S+: (?:net/http|dial tcp|EOF|context deadline)|error pulling image configuration"),
@@ -519,6 +538,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("python.assertion", "generic.assertion_failed"),
     ("php.fatal", "php.parse"),
     ("make.lint_target", "make.error"),
+    ("test.timeout", "go.panic"),
     ("links.awesome_bot", "network.dns"),
     ("links.awesome_bot", "network.connect"),
     // An assertion about a status or a timeout is the test's subject.
@@ -545,6 +565,7 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
     match rule.kind {
         Assertion if has("snapshot") => "snapshot-mismatch",
         Assertion => "assertion-failure",
+        TestFailed if has("timeout") => "test-timeout",
         TestFailed | TestSummary => "test-suite-failed",
         Crash if has("native") || has("sanitizer") || has("valgrind") => "segfault-or-abort",
         Crash if has("panic") => "panic",
@@ -552,7 +573,10 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
         Crash => "uncaught-exception",
         Compile if id.starts_with("rust") => "rust-compile-error",
         Compile
-            if ["javac", "kotlinc", "scalac", "maven", "gradle", "sbt"].contains(&rule.tool) =>
+            if [
+                "javac", "kotlinc", "scalac", "groovyc", "clojure", "maven", "gradle", "sbt",
+            ]
+            .contains(&rule.tool) =>
         {
             "jvm-compile-error"
         }
@@ -589,7 +613,9 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
             "dependency-version-conflict"
         }
         Dependency => "package-not-found",
-        Config if has("command_not_found") || has("not_recognized") => "command-not-found",
+        Config if has("command_not_found") || has("not_recognized") || has("no_browser") => {
+            "command-not-found"
+        }
         Config if has("permission") => "permission-denied",
         Config if has("env") => "missing-credentials",
         Config if has("unknown_flag") => "unknown-cli-option",
@@ -601,11 +627,13 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
         Infra if has("disk") => "disk-full",
         Infra if has("dns") => "dns-resolution-failure",
         Infra if has("rate_limit") => "registry-rate-limit",
-        Infra if has("http5xx") || has("flaky") => "upstream-service-unavailable",
+        Infra if has("http5xx") || has("flaky") || has("starting") => {
+            "upstream-service-unavailable"
+        }
         Infra if has("docker") => "docker-daemon-unavailable",
         Infra if has("fetch_failed") => "network-timeout",
         Infra if has("connect") || has("tls") || has("service") => "connection-reset",
-        Infra if has("bind") => "os-resource-limit",
+        Infra if has("bind") || has("resource") => "os-resource-limit",
         Infra => "runner-lost",
     }
 }

@@ -420,3 +420,85 @@ fn surefire_errors_that_name_an_uncaught_exception_are_a_code_error() {
         Category::InfraError
     );
 }
+
+#[test]
+fn a_lost_test_browser_a_dead_build_daemon_and_os_limits_are_the_machine() {
+    // Written for this test in each tool's format.
+    for text in [
+        "WARN [HeadlessChrome 90.0 (Linux x86_64)]: Disconnected (0 times), because no message in 30000 ms.\nExecuted 12 of 40 DISCONNECTED (30.1 secs / 0.2 secs)",
+        "FAILURE: Build failed with an exception.\n* What went wrong:\nGradle build daemon disappeared unexpectedly (it may have been killed or may have crashed)",
+        "java.io.IOException: Too many open files\n\tat java.io.FileInputStream.open0(Native Method)",
+        "Error: EMFILE: too many open files, open '/tmp/cache/a.json'",
+        "psql: FATAL:  the database system is starting up",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::InfraError, "{text}\n{d:#?}");
+    }
+    let d = diagnose_text(
+        "ERROR [launcher]: Cannot start ChromeHeadless\n\tNo binary for ChromeHeadless browser on your platform.",
+    );
+    assert_eq!(d.category, Category::ConfigError, "{d:#?}");
+    assert_eq!(d.findings[0].kb, "command-not-found");
+}
+
+#[test]
+fn a_test_the_framework_aborted_at_its_time_limit_is_a_failed_test() {
+    // Written for this test in each framework's format.
+    for text in [
+        "  1) Store\n       saves a cart:\n     Error: Timeout of 2000ms exceeded. For async tests and hooks, ensure \"done()\" is called.",
+        "org.junit.runners.model.TestTimedOutException: test timed out after 500 milliseconds",
+        "E       Failed: Timeout >30.0s",
+        "panic: test timed out after 10m0s\n\ngoroutine 7 [running]:",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::TestFailure, "{text}\n{d:#?}");
+        assert_eq!(d.findings[0].kb, "test-timeout", "{text}\n{d:#?}");
+    }
+}
+
+#[test]
+fn compilers_and_runtimes_of_more_languages_are_code_errors() {
+    // Written for this test in each compiler's or runtime's format.
+    for (text, kb) in [
+        (
+            "Exception in thread \"main\" java.lang.RuntimeException: Unable to resolve symbol: totl in this context, compiling:(shop/cart.clj:9:3)",
+            "jvm-compile-error",
+        ),
+        (
+            "Global symbol \"$totl\" requires explicit package name (did you forget to declare \"my $totl\"?) at lib/Shop/Cart.pm line 9.",
+            "syntax-error",
+        ),
+        (
+            "File \"src/cart.ml\", line 9, characters 2-6:\nError: Unbound value totl",
+            "syntax-error",
+        ),
+        (
+            "/work/shop/src/Cart.groovy: 9: unable to resolve class Totl",
+            "jvm-compile-error",
+        ),
+        (
+            "e: /work/shop/src/main/kotlin/Cart.kt: (9, 5): Unresolved reference: totl",
+            "jvm-compile-error",
+        ),
+        (
+            "Parse error: syntax error, unexpected '}' in /work/shop/src/Cart.php on line 9",
+            "syntax-error",
+        ),
+        (
+            "terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check",
+            "uncaught-exception",
+        ),
+        (
+            "ERROR: LoadError: UndefVarError: totl not defined",
+            "uncaught-exception",
+        ),
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::CodeError, "{text}\n{d:#?}");
+        assert_eq!(d.findings[0].kb, kb, "{text}\n{d:#?}");
+    }
+    let d = diagnose_text(
+        "Test Failed at /work/shop/test/runtests.jl:9\n  Expression: total([1, 2]) == 4\n   Evaluated: 3 == 4",
+    );
+    assert_eq!(d.category, Category::TestFailure, "{d:#?}");
+}
