@@ -201,6 +201,12 @@ pub struct Classification {
     pub hits: Vec<Hit>,
     pub scores: Vec<(Category, f32)>,
     pub facts: Facts,
+    /// The calibrated model's reading of the same evidence (its
+    /// probabilities, the threshold below which it would send the answer
+    /// to review, the features that decided, and why it would): absent in
+    /// observations older than the model and when no model applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::diagnose::ModelView>,
 }
 
 impl Default for Classification {
@@ -212,6 +218,7 @@ impl Default for Classification {
             hits: Vec::new(),
             scores: Vec::new(),
             facts: Facts::default(),
+            model: None,
         }
     }
 }
@@ -225,6 +232,7 @@ impl From<&crate::diagnose::Diagnosis> for Classification {
             hits: d.findings.iter().map(Hit::from).collect(),
             scores: d.scores.clone(),
             facts: d.facts.clone(),
+            model: d.model.clone(),
         }
     }
 }
@@ -248,6 +256,10 @@ pub struct Hit {
     pub line: Option<String>,
     #[serde(default)]
     pub weight: f32,
+    /// What produced the line (assertion, crash, compile, lint, dependency,
+    /// config, infra, …): absent in observations older than the kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::diagnose::Kind>,
 }
 
 fn unknown() -> Category {
@@ -264,6 +276,7 @@ impl From<&crate::diagnose::Finding> for Hit {
             line_no: f.line_no,
             line: Some(f.line.clone()),
             weight: f.weight,
+            kind: Some(f.kind),
         }
     }
 }

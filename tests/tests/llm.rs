@@ -623,6 +623,30 @@ async fn the_model_sees_the_facts_and_its_answer_carries_them_from_the_log() {
         "{facts:#}"
     );
     assert_eq!(facts["exit_code"], 1);
+    // So do the kind of each matched line and the calibrated model's
+    // reading (issue 31: deterministic facts for the reasoner).
+    let classification = &results[0]["result"]["classification"];
+    assert_eq!(
+        classification["hits"][0]["kind"], "assertion",
+        "{classification:#}"
+    );
+    let model = &classification["model"];
+    assert_eq!(model["probabilities"][0][0], "TEST_FAILURE", "{model:#}");
+    assert!(
+        model["review_below"].as_f64().is_some_and(|t| t > 0.5),
+        "{model:#}"
+    );
+    assert!(
+        !model["deciding"].as_array().unwrap().is_empty(),
+        "{model:#}"
+    );
+    assert!(
+        first["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("a calibrated model's probability per category"),
+        "the system prompt says what the model's reading is"
+    );
 
     // The answer's specifics are the log's, not the model's claims.
     let result: Value = sqlx::query_scalar("SELECT result FROM analysis_runs WHERE id = $1")

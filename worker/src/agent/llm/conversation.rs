@@ -75,7 +75,11 @@ patterns and past failures.
     categories!(),
     "DETERMINISTIC EVIDENCE: log_excerpt's result carries a classification computed from the log by recognisers of each \
 tool's output (test runners, compilers, linters, package managers, CI systems, the machine): its category, decided_by \
-(the rule and line that decided), hits (matched lines), scores per category, and facts: failing_tests (name, file, line), \
+(the rule and line that decided), hits (matched lines, each with the kind of output it is: assertion, test_failed, \
+test_summary, crash, compile, lint, dependency, config or infra), scores per category, model (a calibrated model's \
+probability per category, learned from labelled logs of other repositories, with review_below, the probability under \
+which its answers are not reliable, and review_reason when it would send this one to a human: lower your confidence \
+then), and facts: failing_tests (name, file, line), \
 diagnostic (the first compiler or linter diagnostic: tool, file, line, column, code, message), packages (could not be \
 resolved: name, version), command and exit_code of the failed step. These and the ROUTING table below are deterministic \
 evidence, not guesses: depart from the classification only when the lines clearly show another primary cause. The facts \
