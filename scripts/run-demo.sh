@@ -9,7 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-./target/release}
 workers=()
-cleanup() { for pid in "${workers[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# Waits for the workers only: a bare `wait` would also wait for the console
+# left serving in the background, and `make run` would never return.
+cleanup() {
+  for pid in "${workers[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${workers[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
 trap cleanup EXIT
 mkdir -p target/demo
 for i in 1 2; do
@@ -38,6 +43,7 @@ fi
 token=$("$BIN/faultline" token create --role reviewer --name "demo-reviewer-$(date +%Y%m%d-%H%M%S)" --expires-in 7d 2>/dev/null)
 setsid nohup "$BIN/faultline" serve --bind "$bind" >target/demo/serve.out 2>target/demo/serve.log </dev/null &
 serve_pid=$!
+disown "$serve_pid"
 url=""
 for _ in $(seq 1 100); do
   url=$(sed -n 's/^listening on //p' target/demo/serve.out 2>/dev/null | head -n 1)
