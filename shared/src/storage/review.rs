@@ -118,14 +118,14 @@ pub struct ReviewRow {
 const EFFECTIVE_STATUS: &str = "CASE WHEN i.status = 'claimed' AND i.claim_expires_at < now()
     THEN 'open' ELSE i.status END";
 
-/// `{EFFECTIVE_STATUS} = ANY($6)`, written so the planner can estimate it
+/// `{EFFECTIVE_STATUS} = ANY($8)`, written so the planner can estimate it
 /// (a bare CASE is guessed at 1 %, which turned the queue's joins into
-/// 10,000 nested index look-ups): the stored status is one of `$6` (or
-/// `claimed` when `$6` has `open`), and a claim's effective status is.
-const STATUS_MATCH: &str = "i.status = ANY($6::text[]
-        || CASE WHEN 'open' = ANY($6) THEN '{claimed}'::text[] ELSE '{}'::text[] END)
+/// 10,000 nested index look-ups): the stored status is one of `$8` (or
+/// `claimed` when `$8` has `open`), and a claim's effective status is.
+const STATUS_MATCH: &str = "i.status = ANY($8::text[]
+        || CASE WHEN 'open' = ANY($8) THEN '{claimed}'::text[] ELSE '{}'::text[] END)
     AND (i.status <> 'claimed'
-        OR (CASE WHEN i.claim_expires_at < now() THEN 'open' ELSE 'claimed' END) = ANY($6))";
+        OR (CASE WHEN i.claim_expires_at < now() THEN 'open' ELSE 'claimed' END) = ANY($8))";
 
 /// A review item joined with its run and event (what [`ReviewRow`] reads).
 fn review_select() -> String {
@@ -167,23 +167,38 @@ pub struct Filter {
     pub repository: Option<String>,
 }
 
-/// The filter predicates on `review_items i`, parameters `$1..=$5`, `$8`
-/// (job) and `$9` (repository).
+/// The filter predicates on `review_items i`, parameters `$1..=$7`
+/// ([`bind_filter!`] binds them); a statement's own parameters follow
+/// from `$8` (the statuses of [`STATUS_MATCH`] where it has them).
 const FILTER_WHERE: &str = "($1::text IS NULL OR i.category = $1)
     AND ($2::real IS NULL OR i.confidence >= $2)
     AND ($3::real IS NULL OR i.confidence <= $3)
     AND ($4::float8 IS NULL OR i.created_at <= now() - make_interval(secs => $4))
     AND ($5::float8 IS NULL OR i.created_at >= now() - make_interval(secs => $5))
-    AND (($8::text IS NULL AND $9::text IS NULL) OR EXISTS (
+    AND (($6::text IS NULL AND $7::text IS NULL) OR EXISTS (
         SELECT 1 FROM analysis_runs fr JOIN failure_events fe ON fe.id = fr.event_id
-        WHERE fr.id = i.run_id AND ($8::text IS NULL OR fe.job_name = $8)
-          AND ($9::text IS NULL OR fe.repository = $9)))";
+        WHERE fr.id = i.run_id AND ($6::text IS NULL OR fe.job_name = $6)
+          AND ($7::text IS NULL OR fe.repository = $7)))";
+
+/// Binds a [`Filter`] to `$1..=$7` of [`FILTER_WHERE`].
+macro_rules! bind_filter {
+    ($query:expr, $filter:expr) => {
+        $query
+            .bind(&$filter.category)
+            .bind($filter.min_confidence)
+            .bind($filter.max_confidence)
+            .bind($filter.older_than.map(|d| d.as_secs_f64()))
+            .bind($filter.newer_than.map(|d| d.as_secs_f64()))
+            .bind(&$filter.job)
+            .bind(&$filter.repository)
+    };
+}
 
 /// [`list`]'s statement.
 pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{} WHERE {FILTER_WHERE} AND {STATUS_MATCH}
-         ORDER BY i.created_at, i.id LIMIT $7",
+         ORDER BY i.created_at, i.id LIMIT $9",
         review_select()
     )
 });
@@ -191,16 +206,9 @@ pub(crate) static LIST: LazyLock<String> = LazyLock::new(|| {
 /// Lists items matching `filter`, oldest first.
 pub async fn list(pool: &PgPool, filter: &Filter, limit: i64) -> sqlx::Result<Vec<ReviewRow>> {
     let statuses = filter.statuses_or_pending();
-    sqlx::query_as(LIST.as_str())
-        .bind(&filter.category)
-        .bind(filter.min_confidence)
-        .bind(filter.max_confidence)
-        .bind(filter.older_than.map(|d| d.as_secs_f64()))
-        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+    bind_filter!(sqlx::query_as(LIST.as_str()), filter)
         .bind(statuses)
         .bind(limit)
-        .bind(&filter.job)
-        .bind(&filter.repository)
         .fetch_all(pool)
         .await
 }
@@ -265,19 +273,19 @@ pub(crate) static QUEUE_GROUPS: LazyLock<String> = LazyLock::new(|| {
          SELECT key, count(*) AS count, min(created_at) AS first_seen, max(created_at) AS last_seen,
                 count(*) OVER () AS total_groups, sum(count(*)) OVER ()::int8 AS total_items
          FROM m GROUP BY key
-         ORDER BY min(created_at), key LIMIT $7 OFFSET $10"
+         ORDER BY min(created_at), key LIMIT $9 OFFSET $10"
     )
 });
 
 /// [`queue_groups`]' members statement: the first `$11` members of the
-/// groups of the page (fingerprints `$7`, lone items `$10`).
+/// groups of the page (fingerprints `$9`, lone items `$10`).
 pub(crate) static QUEUE_MEMBERS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT * FROM (
              SELECT {}, row_number() OVER (PARTITION BY {GROUP_KEY} ORDER BY i.created_at, i.id) AS n
              {REVIEW_FROM}
              WHERE {FILTER_WHERE} AND {STATUS_MATCH}
-               AND (r.fingerprint = ANY($7) OR i.id = ANY($10))) q
+               AND (r.fingerprint = ANY($9) OR i.id = ANY($10))) q
          WHERE n <= $11
          ORDER BY created_at, id",
         review_columns()
@@ -285,13 +293,13 @@ pub(crate) static QUEUE_MEMBERS: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// [`queue_groups`]' jobs statement: the distinct jobs of each group of
-/// the page (fingerprints `$7`, lone items `$10`).
+/// the page (fingerprints `$9`, lone items `$10`).
 pub(crate) static QUEUE_JOBS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {GROUP_KEY} AS key, array_remove(array_agg(DISTINCT e.job_name), NULL) AS jobs
          {REVIEW_FROM}
          WHERE {FILTER_WHERE} AND {STATUS_MATCH}
-           AND (r.fingerprint = ANY($7) OR i.id = ANY($10))
+           AND (r.fingerprint = ANY($9) OR i.id = ANY($10))
          GROUP BY 1"
     )
 });
@@ -312,16 +320,9 @@ pub async fn queue_groups(
         total_groups: i64,
         total_items: i64,
     }
-    let rows: Vec<Row> = sqlx::query_as(QUEUE_GROUPS.as_str())
-        .bind(&filter.category)
-        .bind(filter.min_confidence)
-        .bind(filter.max_confidence)
-        .bind(filter.older_than.map(|d| d.as_secs_f64()))
-        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+    let rows: Vec<Row> = bind_filter!(sqlx::query_as(QUEUE_GROUPS.as_str()), filter)
         .bind(&statuses)
         .bind(limit)
-        .bind(&filter.job)
-        .bind(&filter.repository)
         .bind(offset)
         .fetch_all(pool)
         .await?;
@@ -337,16 +338,9 @@ pub async fn queue_groups(
     // The members' and jobs' statements take the same parameters.
     macro_rules! page_binds {
         ($query:expr) => {
-            $query
-                .bind(&filter.category)
-                .bind(filter.min_confidence)
-                .bind(filter.max_confidence)
-                .bind(filter.older_than.map(|d| d.as_secs_f64()))
-                .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+            bind_filter!($query, filter)
                 .bind(&statuses)
                 .bind(&fingerprints)
-                .bind(&filter.job)
-                .bind(&filter.repository)
                 .bind(&lone)
         };
     }
@@ -599,8 +593,8 @@ pub(crate) static CLAIM_NEXT: LazyLock<String> = LazyLock::new(|| {
                  ORDER BY i.created_at, i.id LIMIT 1
                  FOR UPDATE SKIP LOCKED)
              UPDATE review_items i
-             SET status = 'claimed', claimed_by = $6, claimed_at = now(),
-                 claim_expires_at = now() + make_interval(secs => $7), updated_at = now()
+             SET status = 'claimed', claimed_by = $8, claimed_at = now(),
+                 claim_expires_at = now() + make_interval(secs => $9), updated_at = now()
              FROM next WHERE i.id = next.id
              RETURNING i.id, next.status, next.claimed_by, next.claim_expires_at, i.claim_expires_at")
 });
@@ -615,16 +609,9 @@ pub async fn claim_next(
     filter: &Filter,
 ) -> sqlx::Result<Option<ReviewRow>> {
     let mut tx = pool.begin().await?;
-    let claimed: Option<ClaimedNext> = sqlx::query_as(CLAIM_NEXT.as_str())
-        .bind(&filter.category)
-        .bind(filter.min_confidence)
-        .bind(filter.max_confidence)
-        .bind(filter.older_than.map(|d| d.as_secs_f64()))
-        .bind(filter.newer_than.map(|d| d.as_secs_f64()))
+    let claimed: Option<ClaimedNext> = bind_filter!(sqlx::query_as(CLAIM_NEXT.as_str()), filter)
         .bind(&actor.name)
         .bind(ttl.as_secs_f64())
-        .bind(&filter.job)
-        .bind(&filter.repository)
         .fetch_optional(&mut *tx)
         .await?;
     let Some((id, before_status, before_by, before_until, until)) = claimed else {
