@@ -330,6 +330,29 @@ pub async fn get(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<EventRow>> {
         .await
 }
 
+/// [`get_with_payload`]'s statement.
+pub(crate) static GET_WITH_PAYLOAD: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {EVENT_COLUMNS}, payload FROM failure_events WHERE id = $1"));
+
+/// Reads one event's metadata and its payload in one statement (a page
+/// that shows both).
+pub async fn get_with_payload(
+    pool: &PgPool,
+    id: Uuid,
+) -> sqlx::Result<Option<(EventRow, Option<Value>)>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        event: EventRow,
+        payload: Option<Value>,
+    }
+    let row: Option<Row> = sqlx::query_as(GET_WITH_PAYLOAD.as_str())
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(|r| (r.event, r.payload)))
+}
+
 /// Reads an event's payload (what the CI system sent, minus the log).
 pub async fn payload(pool: &PgPool, id: Uuid) -> sqlx::Result<Option<Value>> {
     sqlx::query_scalar("SELECT payload FROM failure_events WHERE id = $1")

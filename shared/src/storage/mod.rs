@@ -73,8 +73,9 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 34] = [
+    let named: [(&str, &'static str); 35] = [
         ("events::GET", &events::GET),
+        ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
         ("prompts::GET", &prompts::GET),

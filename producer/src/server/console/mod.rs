@@ -550,9 +550,17 @@ async fn render_item(
         }
         None => Vec::new(),
     };
-    let event = match &run {
-        Some(r) => faultline_shared::storage::events::get(&state.pool, r.event_id).await?,
-        None => None,
+    // The event's columns and its payload (the build's page) in one read.
+    let (event, payload) = match &run {
+        Some(r) => {
+            match faultline_shared::storage::events::get_with_payload(&state.pool, r.event_id)
+                .await?
+            {
+                Some((e, p)) => (Some(e), p),
+                None => (None, None),
+            }
+        }
+        None => (None, None),
     };
     let history = match &event {
         Some(e) if e.job_name.is_some() || e.test_name.is_some() => history::history(
@@ -566,12 +574,7 @@ async fn render_item(
         .filter(|h| h.failures + h.passes > 1),
         _ => None,
     };
-    let build_url = match &event {
-        Some(e) => faultline_shared::storage::events::payload(&state.pool, e.id)
-            .await?
-            .and_then(|p| build_url(&p)),
-        None => None,
-    };
+    let build_url = payload.as_ref().and_then(build_url);
     let (prev, next) = review::neighbours(&state.pool, &item).await?;
     let view = ItemView {
         item: &item,
