@@ -1,6 +1,6 @@
 # Faultline — every target does its own set-up (services, database, build).
 #   make run     install/start Postgres + Redis if needed, build, migrate, analyse the bundled samples, serve the review console
-#   make test    same set-up (plus Chromium for the console's browser tests), then every test (unit + black-box against real Postgres)
+#   make test    same set-up (plus Chromium for the console's browser tests and, in target/pytools, the pinned Python tools the tests run: scripts/pytools.txt), then every test (unit + black-box against real Postgres)
 #   make bench   engine overhead: checkpointed steps/s and step-commit latency, both brokers, 1-8 workers, vs pgbench; webhook ingest under wrk; the review console with 10,000 open items
 #   make bench-latency  the engine at 2 s model latency: 1x64, 1x256, 1x1000, 4x250 slots; efficiency, calls paid twice, connections, RSS, step overhead
 #   make chaos   4 workers, 300 runs, SIGKILL every 2 s, one Postgres restart, one Redis FLUSHALL; checks I1-I4
@@ -44,6 +44,7 @@ run: setup build-release migrate
 
 test: setup build
 	@NEED_BROWSER=1 bash scripts/setup-services.sh
+	@bash scripts/pytools.sh
 	@bash scripts/test.sh
 
 # Loopback: TLS to the local Postgres only costs CPU (~10 % of steps/s

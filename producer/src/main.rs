@@ -90,6 +90,9 @@ enum Command {
         #[arg(long, value_name = "PASS")]
         baseline: Option<PathBuf>,
     },
+    /// Print the HTTP API's OpenAPI 3.1 document (what
+    /// `GET /api/v1/openapi.json` serves), with no server or database.
+    Openapi,
     /// Diagnose FILE offline (no database, no workers): the category, the
     /// rule that decided it, the specifics and the findings.
     Diagnose {
@@ -185,6 +188,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     {
         return diagnose(file, *json, baseline.as_deref());
     }
+    if let Command::Openapi = &cli.command {
+        let doc = server::openapi_document()
+            .to_pretty_json()
+            .context("serialising the OpenAPI document")?;
+        outln!("{doc}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Its own databases and workers: nothing of DATABASE_URL's but the server
     // (and the prompt registry it copies from).
     if let Command::Eval(args) = cli.command {
@@ -252,6 +262,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Shadow { command } => shadow::run(&pool, command).await?,
         Command::Reprocess(args) => reprocess::run(&pool, &settings, args).await?,
         Command::Excerpt { .. }
+        | Command::Openapi
         | Command::Diagnose { .. }
         | Command::Eval(_)
         | Command::Serve { .. } => {

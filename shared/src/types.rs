@@ -22,6 +22,7 @@ use crate::specifics::Specifics;
     strum::EnumString,
     strum::IntoStaticStr,
     strum::VariantArray,
+    utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]

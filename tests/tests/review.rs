@@ -102,7 +102,7 @@ async fn parallel_claims_never_hand_out_the_same_item() {
                     .unwrap(),
             ),
             (StatusCode::NOT_FOUND, body) => {
-                assert_eq!(body["error"], "no open review item matches");
+                assert_eq!(body["detail"], "no open review item matches");
                 empty += 1
             }
             other => panic!("unexpected answer {other:?}"),

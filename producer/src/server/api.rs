@@ -12,6 +12,7 @@ use axum::{
     response::Response,
 };
 use faultline_shared::{
+    RunStatus,
     config::AllowList,
     hex,
     storage::{
@@ -19,34 +20,62 @@ use faultline_shared::{
         review, runs, steps,
     },
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
     AppState,
     auth::{Ingester, Reader},
     error::AppError,
-    header_str, ingest, store, stored,
+    header_str, ingest,
+    openapi::Accepted,
+    store, stored,
 };
 
 /// `POST /api/v1/analyses` body: exactly one of `log` and `log_url`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateAnalysis {
+    /// The failed build's log, as text (not empty).
     log: Option<String>,
+    /// An absolute http(s) URL the worker fetches the log from.
     log_url: Option<String>,
+    /// The CI job's name (checked against FAULTLINE_ALLOWED_JOBS).
     job: Option<String>,
     build: Option<BuildNumber>,
+    /// The failing test, when one is known.
     test: Option<String>,
+    /// `owner/name` (checked against FAULTLINE_ALLOWED_REPOSITORIES).
     repository: Option<String>,
+    /// The commit SHA the build ran on.
     commit: Option<String>,
 }
 
 /// CI systems send build numbers as numbers or as strings.
 #[derive(Debug)]
 struct BuildNumber(String);
+
+impl utoipa::PartialSchema for BuildNumber {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(0)),
+            )
+            .description(Some(
+                "The build number, as a string or a non-negative integer.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for BuildNumber {}
 
 impl<'de> Deserialize<'de> for BuildNumber {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -69,6 +98,26 @@ impl<'de> Deserialize<'de> for BuildNumber {
 
 const MAX_IDEMPOTENCY_KEY: usize = 255;
 
+/// Submits a failed build's log (or a URL to it) for analysis. The same
+/// submission (or the same `Idempotency-Key` from the same token) answers
+/// the run it already made, with `created: false`.
+#[utoipa::path(
+    post,
+    operation_id = "create_analysis",
+    path = "/api/v1/analyses",
+    tag = "analyses",
+    security(("token" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "1 to 255 characters; a retry with the same key answers the same run.")),
+    request_body = CreateAnalysis,
+    responses(
+        (status = 202, description = "Stored and queued (or already known).", body = Accepted,
+            headers(("Location" = String, description = "The analysis: /api/v1/analyses/{run_id}."))),
+        (status = 400, description = "Malformed body, both or neither of `log` and `log_url`, a bad field or header."),
+        (status = 403, description = "The token's role may not submit, or the repository or job is outside the allow-list."),
+        (status = 413, description = "The body is over FAULTLINE_MAX_BODY_BYTES."),
+        (status = 415, description = "The body is not `application/json`."),
+    ),
+)]
 pub async fn create(
     Ingester(caller): Ingester,
     State(state): State<AppState>,
@@ -210,47 +259,110 @@ fn check_idempotency_key(key: &str) -> Result<&str, AppError> {
     Ok(key)
 }
 
-/// `GET /api/v1/analyses/{id}`: status, result, event and review item.
+/// One analysis: its status and result, the event it analyses, its review
+/// item if it has one, and the run's own record.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Analysis {
+    id: Uuid,
+    status: RunStatus,
+    /// The verdict (category, confidence, root cause, fix, evidence, …) once
+    /// the run has one; docs/usage.md lists its fields.
+    result: Option<Value>,
+    review: Option<review::ReviewRow>,
+    event: Option<events::EventRow>,
+    run: runs::RunRow,
+}
+
+/// The path parameter of one analysis.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AnalysisId {
+    /// The analysis (run) id, as `POST /api/v1/analyses` answered it.
+    #[allow(dead_code)]
+    id: Uuid,
+}
+
+/// Reads one analysis: status, result, event and review item.
+#[utoipa::path(
+    get,
+    operation_id = "get_analysis",
+    path = "/api/v1/analyses/{id}",
+    tag = "analyses",
+    security(("token" = [])),
+    params(AnalysisId),
+    responses(
+        (status = 200, description = "The analysis.", body = Analysis),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 403, description = "The token's role may not read analyses."),
+        (status = 404, description = "No such analysis."),
+    ),
+)]
 pub async fn get(
     _: Reader,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Analysis>, AppError> {
     let Path(id) = id?;
     let run = find_run(&state, id).await?;
     let event = events::get(&state.pool, run.event_id).await?;
-    let item = review::for_run(&state.pool, id).await?;
-    Ok(Json(json!({
-        "id": run.id,
-        "status": run.status,
-        "result": run.result,
-        "review": item,
-        "event": event,
-        "run": run,
-    })))
+    let review = review::for_run(&state.pool, id).await?;
+    Ok(Json(Analysis {
+        id: run.id,
+        status: run.status,
+        result: run.result.clone(),
+        review,
+        event,
+        run,
+    }))
 }
 
-/// `GET /api/v1/analyses/{id}/trace`: every journaled iteration and every failed attempt.
+/// Every journaled iteration of an analysis and every failed attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Trace {
+    id: Uuid,
+    status: RunStatus,
+    steps: Vec<steps::StepRow>,
+    failed_attempts: Vec<steps::AttemptRow>,
+}
+
+/// Reads an analysis' trace: every journaled iteration (thought, tool
+/// call, observation) and every failed attempt.
+#[utoipa::path(
+    get,
+    operation_id = "get_trace",
+    path = "/api/v1/analyses/{id}/trace",
+    tag = "analyses",
+    security(("token" = [])),
+    params(AnalysisId),
+    responses(
+        (status = 200, description = "The trace.", body = Trace),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 403, description = "The token's role may not read analyses."),
+        (status = 404, description = "No such analysis."),
+    ),
+)]
 pub async fn trace(
     _: Reader,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Trace>, AppError> {
     let Path(id) = id?;
     let run = find_run(&state, id).await?;
     let journal = steps::list(&state.pool, id).await?;
     let attempts = steps::list_attempts(&state.pool, id).await?;
-    Ok(Json(json!({
-        "id": run.id,
-        "status": run.status,
-        "steps": journal,
-        "failed_attempts": attempts,
-    })))
+    Ok(Json(Trace {
+        id: run.id,
+        status: run.status,
+        steps: journal,
+        failed_attempts: attempts,
+    }))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
-    /// Where to resume when the client cannot send `Last-Event-ID`.
+    /// Where to resume when the client cannot send `Last-Event-ID`: an
+    /// iteration number, or `verdict`.
     last_event_id: Option<String>,
 }
 
@@ -260,6 +372,25 @@ pub struct EventsQuery {
 /// with `Last-Event-ID` (or `?last_event_id=`); after `verdict`: 204, which
 /// stops an EventSource. Fed by the commits' notifications (LISTEN/NOTIFY),
 /// not by polling.
+#[utoipa::path(
+    get,
+    operation_id = "stream_events",
+    path = "/api/v1/analyses/{id}/events",
+    tag = "analyses",
+    security(("token" = [])),
+    params(
+        AnalysisId,
+        EventsQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event: an iteration number, or `verdict`."),
+    ),
+    responses(
+        (status = 200, description = "Server-sent events: `iteration` (data: a StepRow) per committed iteration, then `verdict`.", content_type = "text/event-stream", body = String),
+        (status = 204, description = "The `verdict` was already sent: nothing more will come."),
+        (status = 400, description = "The id is not a UUID, or the resume point is not an iteration number or `verdict`."),
+        (status = 403, description = "The token's role may not read analyses."),
+        (status = 404, description = "No such analysis."),
+    ),
+)]
 pub async fn events(
     _: Reader,
     State(state): State<AppState>,

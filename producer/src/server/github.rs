@@ -32,8 +32,32 @@ use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
 
-use super::{AppState, error::AppError, header_str, ignored, require_json, store};
+use super::{AppState, error::AppError, header_str, ignored, openapi, require_json, store};
 
+/// A GitHub webhook delivery: `workflow_run` (completed with a failure)
+/// and `workflow_job` are analysed, `ping` and other events are
+/// acknowledged and ignored.
+#[utoipa::path(
+    post,
+    operation_id = "github_webhook",
+    path = "/webhooks/github",
+    tag = "webhooks",
+    security(("github_signature" = [])),
+    params(
+        ("X-GitHub-Event" = String, Header, description = "The event's name."),
+        ("X-GitHub-Delivery" = String, Header, description = "The delivery's id (a redelivery answers the same run)."),
+    ),
+    request_body(content = Object, description = "The event payload as GitHub sends it.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "A `ping` event, answered.", body = super::openapi::Pong),
+        (status = 202, description = "A failure stored and queued (or already known), a passing run recorded, or a delivery ignored with the reason.", body = super::openapi::Delivery),
+        (status = 400, description = "A missing header, malformed JSON or a payload that does not read as the event."),
+        (status = 401, description = "A missing or wrong signature."),
+        (status = 413, description = "The body is over FAULTLINE_WEBHOOK_MAX_BODY_BYTES."),
+        (status = 415, description = "The body is not `application/json`."),
+        (status = 429, description = "Too many wrong signatures from this client; see Retry-After."),
+    ),
+)]
 pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -50,15 +74,13 @@ pub async fn webhook(
     let event = header_str(&headers, "x-github-event")
         .ok_or_else(|| AppError::bad_request("missing header", "X-GitHub-Event"))?;
     if event == "ping" {
-        return Ok((StatusCode::OK, Json(json!({"pong": true}))).into_response());
+        return Ok(pong());
     }
     let delivery = header_str(&headers, "x-github-delivery")
         .ok_or_else(|| AppError::bad_request("missing header", "X-GitHub-Delivery"))?;
     let delivery = github::check_delivery(delivery)?;
     let target = match github::parse(event, &body)? {
-        Delivery::Ping => {
-            return Ok((StatusCode::OK, Json(json!({"pong": true}))).into_response());
-        }
+        Delivery::Ping => return Ok(pong()),
         Delivery::Ignored(reason) => return Ok(ignored(reason)),
         Delivery::Passed(target) => return record_pass(&state, &target, delivery).await,
         Delivery::Failed(target) => target,
@@ -101,9 +123,16 @@ async fn record_pass(
         .context("failed to record the outcome")?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"recorded": PASSED, "created": created})),
+        Json(openapi::Delivery::Recorded(openapi::Recorded {
+            recorded: PASSED.into(),
+            created,
+        })),
     )
         .into_response())
+}
+
+fn pong() -> Response {
+    (StatusCode::OK, Json(openapi::Pong { pong: true })).into_response()
 }
 
 /// Checks `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body, secret)>`.

@@ -18,6 +18,25 @@ use faultline_shared::storage::events::NewEvent;
 
 use super::{AppState, auth, error::AppError, ignored, require_json, store};
 
+/// A Jenkins Notification plugin build event: a finished, failed build is
+/// analysed (its log fetched from Jenkins, or the lines the event carries);
+/// other phases and results are acknowledged and ignored.
+#[utoipa::path(
+    post,
+    operation_id = "jenkins_webhook",
+    path = "/webhooks/jenkins",
+    tag = "webhooks",
+    security(("jenkins_token" = [])),
+    request_body(content = Object, description = "The Notification plugin's JSON.", content_type = "application/json"),
+    responses(
+        (status = 202, description = "Stored and queued (or already known), or ignored with the reason.", body = super::openapi::Delivery),
+        (status = 400, description = "Malformed JSON or a payload that does not read as a build notification."),
+        (status = 401, description = "A missing or wrong token."),
+        (status = 413, description = "The body is over FAULTLINE_MAX_BODY_BYTES."),
+        (status = 415, description = "The body is not `application/json`."),
+        (status = 429, description = "Too many wrong tokens from this client; see Retry-After."),
+    ),
+)]
 pub async fn webhook(
     State(state): State<AppState>,
     request: Request,

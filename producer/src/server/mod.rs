@@ -3,7 +3,10 @@
 //! # Layout
 //! - `config` — [`ServerConfig`] (from the library crate), read once at
 //!   start; secrets stay `SecretString`s.
-//! - `error` — `AppError`, the one error type; every error body is JSON.
+//! - `error` — `AppError`, the one error type; every error body is an
+//!   RFC 9457 problem (`application/problem+json`).
+//! - `openapi` — the OpenAPI 3.1 document (`GET /api/v1/openapi.json`),
+//!   derived from the handlers: every non-console route is registered with it.
 //! - `auth` — API tokens with roles, the Jenkins shared token.
 //! - `github`, `jenkins` — the CI webhooks.
 //! - `api` — `/api/v1/analyses`.
@@ -36,6 +39,7 @@ mod error;
 mod github;
 mod jenkins;
 mod listen;
+pub mod openapi;
 mod review;
 mod throttle;
 
@@ -43,13 +47,12 @@ use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use axum::{
-    BoxError, Json, Router,
+    BoxError, Extension, Json, Router,
     error_handling::HandleErrorLayer,
     extract::{DefaultBodyLimit, State},
     http::{HeaderMap, StatusCode, header},
     middleware,
     response::{IntoResponse, Response},
-    routing::{get, post},
 };
 use faultline_shared::{
     Settings,
@@ -58,7 +61,6 @@ use faultline_shared::{
     queue::{Broker, PRIORITY_LIVE},
     storage::{self, Ingested, events::NewEvent, runs::RunLimits},
 };
-use serde_json::json;
 use sqlx::{Connection, PgPool};
 use tokio::net::TcpListener;
 use tower::{ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer};
@@ -66,6 +68,8 @@ use tower_http::{
     timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
     trace::TraceLayer,
 };
+use utoipa::OpenApi;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use faultline_producer::config;
 
@@ -193,28 +197,14 @@ pub fn router(state: AppState) -> Router {
             body_rate::enforce,
         ))
         .layer(RequestBodyTimeoutLayer::new(config.body_read_timeout));
-    let guarded = Router::new()
-        .route("/metrics", get(prometheus))
-        .route(
-            "/webhooks/github",
-            post(github::webhook).layer(webhook_body),
-        )
-        .route(
-            "/webhooks/jenkins",
-            // Authenticated by token before the body is read: the API's
-            // limit (a notification may carry log lines).
-            post(jenkins::webhook),
-        )
-        .route("/api/v1/analyses", post(api::create))
-        .route("/api/v1/analyses/{id}", get(api::get))
-        .route("/api/v1/analyses/{id}/trace", get(api::trace))
-        .route("/api/v1/analyses/{id}/events", get(api::events))
-        .route("/api/v1/review", get(review::list))
-        .route("/api/v1/review/claim", post(review::claim_next))
-        .route("/api/v1/review/{id}", get(review::show))
-        .route("/api/v1/review/{id}/claim", post(review::claim))
-        .route("/api/v1/review/{id}/resolve", post(review::resolve))
-        .route("/api/v1/review/{id}/dismiss", post(review::dismiss))
+    let (api, _) = api_routes(webhook_body).split_for_parts();
+    let doc = openapi::Document(
+        openapi_document()
+            .to_json()
+            .expect("the OpenAPI document serialises")
+            .into(),
+    );
+    let guarded = api
         .merge(console::routes())
         .fallback(|| async { AppError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
@@ -222,13 +212,52 @@ pub fn router(state: AppState) -> Router {
         .layer(guard);
     // Health checks are answered outside the caps: they cost nothing (the
     // readiness ping has its own 2 s bound), and a full server is alive.
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+    let (health, _) = health_routes().split_for_parts();
+    health
         .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
         .merge(guarded)
+        .layer(Extension(doc))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The health checks: answered outside the caps (see [`router`]).
+fn health_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+}
+
+/// Every route outside the console, each with its operation in the
+/// document (`openapi.rs`); `webhook_body` bounds the webhooks' bodies.
+fn api_routes(webhook_body: DefaultBodyLimit) -> OpenApiRouter<AppState> {
+    let (schemas, paths, github) = routes!(github::webhook);
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(prometheus))
+        .routes((schemas, paths, github.layer(webhook_body)))
+        // Authenticated by token before the body is read: the API's limit
+        // (a notification may carry log lines).
+        .routes(routes!(jenkins::webhook))
+        .routes(routes!(api::create))
+        .routes(routes!(api::get))
+        .routes(routes!(api::trace))
+        .routes(routes!(api::events))
+        .routes(routes!(review::list))
+        .routes(routes!(review::claim_next))
+        .routes(routes!(review::show))
+        .routes(routes!(review::claim))
+        .routes(routes!(review::resolve))
+        .routes(routes!(review::dismiss))
+        .routes(routes!(openapi::document))
+}
+
+/// The OpenAPI document of every route outside the console, health checks
+/// included (`faultline openapi` prints it).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let mut doc = api_routes(DefaultBodyLimit::disable()).into_openapi();
+    doc.merge(health_routes().into_openapi());
+    openapi::complete(&mut doc);
+    doc
 }
 
 /// Resolves on the first SIGTERM or SIGINT.
@@ -255,18 +284,37 @@ async fn shutdown_signal() {
 }
 
 /// Liveness: the process answers.
-async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "`ok`: the process answers.", body = openapi::Health)),
+)]
+async fn healthz() -> Json<openapi::Health> {
+    Json(openapi::Health {
+        status: "ok".into(),
+    })
 }
 
 /// Readiness: the database answers within 2 s.
-async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, AppError> {
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "`ready`: the database answers.", body = openapi::Health),
+        (status = 503, description = "The database does not answer (within 2 s)."),
+    ),
+)]
+async fn readyz(State(state): State<AppState>) -> Result<Json<openapi::Health>, AppError> {
     let ping = async {
         let mut conn = state.pool.acquire().await?;
         conn.ping().await
     };
     match tokio::time::timeout(Duration::from_secs(2), ping).await {
-        Ok(Ok(())) => Ok(Json(json!({"status": "ready"}))),
+        Ok(Ok(())) => Ok(Json(openapi::Health {
+            status: "ready".into(),
+        })),
         Ok(Err(e)) => Err(AppError::Unavailable(format!("database: {e}"))),
         Err(_) => Err(AppError::Unavailable(
             "database: no answer within 2s".into(),
@@ -279,6 +327,12 @@ const METRICS_SERVICE: &str = "faultline-producer";
 
 /// Prometheus text format: this process' counters, plus queue depth and the
 /// review backlog read from Postgres now.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4.", content_type = "text/plain", body = String)),
+)]
 async fn prometheus(State(state): State<AppState>) -> Response {
     let handle = faultline_shared::metrics::install(METRICS_SERVICE);
     let body = faultline_shared::metrics::render(&handle, &state.pool, &state.broker).await;
@@ -317,10 +371,10 @@ fn stored(event: &NewEvent, ingested: Ingested) -> Response {
         "event accepted"
     );
     let location = format!("/api/v1/analyses/{}", ingested.run_id);
-    let body = json!({
-        "run_id": ingested.run_id,
-        "event_id": ingested.event_id,
-        "created": ingested.created,
+    let body = openapi::Delivery::Accepted(openapi::Accepted {
+        run_id: ingested.run_id,
+        event_id: ingested.event_id,
+        created: ingested.created,
     });
     (
         StatusCode::ACCEPTED,
@@ -333,7 +387,13 @@ fn stored(event: &NewEvent, ingested: Ingested) -> Response {
 /// 202 for a well-formed delivery that is not analysed, with the precise reason.
 fn ignored(reason: String) -> Response {
     tracing::debug!(%reason, "delivery ignored");
-    (StatusCode::ACCEPTED, Json(json!({"ignored": reason}))).into_response()
+    (
+        StatusCode::ACCEPTED,
+        Json(openapi::Delivery::Ignored(openapi::Ignored {
+            ignored: reason,
+        })),
+    )
+        .into_response()
 }
 
 /// A header as text, if present and visible ASCII.

@@ -20,29 +20,69 @@ use axum::{
     },
 };
 use faultline_shared::storage::{
-    resolution::{self, Decision},
-    review::{self, Actor, Filter, ReviewError, Via},
+    resolution::{self, Decision, Resolved},
+    review::{self, Actor, AuditRow, Filter, ReviewError, ReviewRow, Via},
     runs,
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{AppState, auth::Reviewer, error::AppError};
 
 /// Filters of a listing or a claim-next (all optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FilterParams {
+    /// Comma-separated statuses (`open`, `claimed`, `resolved`, `dismissed`); default `open,claimed`.
     status: Option<String>,
+    /// Comma-separated categories (`CODE_ERROR`, …).
     category: Option<String>,
     min_confidence: Option<f32>,
     max_confidence: Option<f32>,
+    /// Only items at least this old: a duration such as `30m`, `12h` or `7d`.
     older_than: Option<String>,
+    /// Only items at most this old (same form as `older_than`).
     newer_than: Option<String>,
+    /// The job's name, exactly.
     job: Option<String>,
+    /// The repository, exactly.
     repository: Option<String>,
+    /// At most this many items (1 to 1000, default 100; listing only).
     limit: Option<i64>,
+}
+
+/// The path parameter of one review item.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ItemId {
+    /// The review item's id.
+    #[allow(dead_code)]
+    id: Uuid,
+}
+
+/// A listing of review items.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Items {
+    items: Vec<ReviewRow>,
+}
+
+/// One review item, as it is after the request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Item {
+    item: ReviewRow,
+}
+
+/// One review item with its run's answer and its audit trail.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ItemDetail {
+    item: ReviewRow,
+    /// The run's verdict, as `GET /api/v1/analyses/{id}` shows it.
+    result: Option<Value>,
+    fingerprint: Option<String>,
+    audit: Vec<AuditRow>,
 }
 
 impl FilterParams {
@@ -97,11 +137,25 @@ impl From<ReviewError> for AppError {
     }
 }
 
+/// Lists review items matching the filters, oldest first.
+#[utoipa::path(
+    get,
+    operation_id = "list_review_items",
+    path = "/api/v1/review",
+    tag = "review",
+    security(("token" = [])),
+    params(FilterParams),
+    responses(
+        (status = 200, description = "The matching items.", body = Items),
+        (status = 400, description = "A filter that does not parse, or an unknown parameter."),
+        (status = 403, description = "The token's role may not review."),
+    ),
+)]
 pub async fn list(
     _: Reviewer,
     State(state): State<AppState>,
     params: Result<Query<FilterParams>, QueryRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Items>, AppError> {
     let Query(params) = params?;
     let limit = params.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
@@ -111,14 +165,30 @@ pub async fn list(
         ));
     }
     let items = review::list(&state.pool, &params.filter()?, limit).await?;
-    Ok(Json(json!({"items": items})))
+    Ok(Json(Items { items }))
 }
 
+/// Claims the oldest open item matching the filters (the body, optional;
+/// `limit` is ignored).
+#[utoipa::path(
+    post,
+    operation_id = "claim_next_review_item",
+    path = "/api/v1/review/claim",
+    tag = "review",
+    security(("token" = [])),
+    request_body(content = Option<FilterParams>, description = "Filters; an empty body matches every open item."),
+    responses(
+        (status = 200, description = "The claimed item.", body = Item),
+        (status = 400, description = "A filter that does not parse, or an unknown field."),
+        (status = 403, description = "The token's role may not review."),
+        (status = 404, description = "No open item matches."),
+    ),
+)]
 pub async fn claim_next(
     caller: Reviewer,
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Item>, AppError> {
     let params: FilterParams = optional_json(&body?)?;
     let item = review::claim_next(
         &state.pool,
@@ -128,37 +198,74 @@ pub async fn claim_next(
     )
     .await?
     .ok_or_else(|| AppError::NotFound("no open review item matches".into()))?;
-    Ok(Json(json!({"item": item})))
+    Ok(Json(Item { item }))
 }
 
+/// Claims one item (for FAULTLINE_REVIEW_CLAIM_TTL; claiming it again renews).
+#[utoipa::path(
+    post,
+    operation_id = "claim_review_item",
+    path = "/api/v1/review/{id}/claim",
+    tag = "review",
+    security(("token" = [])),
+    params(ItemId),
+    responses(
+        (status = 200, description = "The claimed item.", body = Item),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 403, description = "The token's role may not review."),
+        (status = 404, description = "No such item."),
+        (status = 409, description = "Claimed by someone else, or already closed."),
+    ),
+)]
 pub async fn claim(
     caller: Reviewer,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Item>, AppError> {
     let Path(id) = id?;
     let item = review::claim(&state.pool, id, &actor(&caller), state.review_claim_ttl).await?;
-    Ok(Json(json!({"item": item})))
+    Ok(Json(Item { item }))
 }
 
 /// `POST /api/v1/review/{id}/resolve` body. `action` defaults to `correct`
 /// when a field is given, else `accept`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
+    /// `accept` (the answer stands) or `correct` (the fields below replace it).
     action: Option<String>,
+    /// The corrected category (`CODE_ERROR`, …).
     category: Option<String>,
     root_cause: Option<String>,
     fix: Option<String>,
     comment: Option<String>,
 }
 
+/// Resolves a claimed item: accepts the answer or corrects it (a
+/// correction with a fingerprint teaches the error library).
+#[utoipa::path(
+    post,
+    operation_id = "resolve_review_item",
+    path = "/api/v1/review/{id}/resolve",
+    tag = "review",
+    security(("token" = [])),
+    params(ItemId),
+    request_body = ResolveBody,
+    responses(
+        (status = 200, description = "The resolved item, and the error-library entry it made.", body = Resolved),
+        (status = 400, description = "Malformed body, an unknown action or category."),
+        (status = 403, description = "The token's role may not review."),
+        (status = 404, description = "No such item."),
+        (status = 409, description = "Not claimed by this token (an admin may close any), the claim expired, or already closed."),
+        (status = 415, description = "The body is not `application/json`."),
+    ),
+)]
 pub async fn resolve(
     caller: Reviewer,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
     body: Result<Json<ResolveBody>, JsonRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Resolved>, AppError> {
     let Path(id) = id?;
     let Json(body) = body?;
     let given = body.category.is_some() || body.root_cause.is_some() || body.fix.is_some();
@@ -181,33 +288,65 @@ pub async fn resolve(
         comment: body.comment,
     };
     let resolved = resolution::resolve(&state.pool, id, &actor(&caller), &decision).await?;
-    Ok(Json(json!(resolved)))
+    Ok(Json(resolved))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DismissBody {
     comment: Option<String>,
 }
 
+/// Dismisses a claimed item (not a failure worth an answer).
+#[utoipa::path(
+    post,
+    operation_id = "dismiss_review_item",
+    path = "/api/v1/review/{id}/dismiss",
+    tag = "review",
+    security(("token" = [])),
+    params(ItemId),
+    request_body(content = Option<DismissBody>, description = "An optional comment; the body may be empty."),
+    responses(
+        (status = 200, description = "The dismissed item.", body = Item),
+        (status = 400, description = "Malformed body or an unknown field."),
+        (status = 403, description = "The token's role may not review."),
+        (status = 404, description = "No such item."),
+        (status = 409, description = "Not claimed by this token (an admin may close any), the claim expired, or already closed."),
+    ),
+)]
 pub async fn dismiss(
     caller: Reviewer,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<Item>, AppError> {
     let Path(id) = id?;
     let body: DismissBody = optional_json(&body?)?;
     let item =
         resolution::dismiss(&state.pool, id, &actor(&caller), body.comment.as_deref()).await?;
-    Ok(Json(json!({"item": item})))
+    Ok(Json(Item { item }))
 }
 
+/// Reads one item with its run's answer and its audit trail.
+#[utoipa::path(
+    get,
+    operation_id = "get_review_item",
+    path = "/api/v1/review/{id}",
+    tag = "review",
+    security(("token" = [])),
+    params(ItemId),
+    responses(
+        (status = 200, description = "The item.", body = ItemDetail),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 403, description = "The token's role may not review."),
+        (status = 404, description = "No such item."),
+    ),
+)]
 pub async fn show(
     _: Reviewer,
     State(state): State<AppState>,
     id: Result<Path<Uuid>, PathRejection>,
-) -> Result<Json<Value>, AppError> {
+) -> Result<Json<ItemDetail>, AppError> {
     let Path(id) = id?;
     let mut conn = state.pool.acquire().await?;
     let item = review::get(&mut conn, id)
@@ -216,10 +355,10 @@ pub async fn show(
     drop(conn);
     let run = runs::get(&state.pool, item.run_id).await?;
     let audit = review::audit(&state.pool, id).await?;
-    Ok(Json(json!({
-        "item": item,
-        "result": run.as_ref().and_then(|r| r.result.clone()),
-        "fingerprint": run.and_then(|r| r.fingerprint),
-        "audit": audit,
-    })))
+    Ok(Json(ItemDetail {
+        item,
+        result: run.as_ref().and_then(|r| r.result.clone()),
+        fingerprint: run.and_then(|r| r.fingerprint),
+        audit,
+    }))
 }

@@ -68,6 +68,23 @@ text_column!(CategoryColumn, "category");
 #[serde(transparent)]
 pub struct CategoryColumn(pub Category);
 
+/// In the API's document: one of the category names.
+impl utoipa::PartialSchema for CategoryColumn {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Category::ALL.iter().map(|c| c.as_str())))
+            .description(Some("The failure's category (docs/agent.md)."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for CategoryColumn {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "Category".into()
+    }
+}
+
 impl CategoryColumn {
     pub fn as_str(self) -> &'static str {
         self.0.as_str()

@@ -299,7 +299,7 @@ fn gzip(data: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// The stored metadata of an event.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct EventRow {
     pub id: Uuid,
     pub dedup_key: String,

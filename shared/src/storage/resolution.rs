@@ -27,7 +27,7 @@ pub struct Decision {
 
 /// A resolved item, and whether it taught the error library (only runs with
 /// a fingerprint can).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Resolved {
     pub item: ReviewRow,
     pub library_id: Option<Uuid>,

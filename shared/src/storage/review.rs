@@ -32,6 +32,7 @@ use crate::types::{Category, RunStatus};
     strum::EnumString,
     strum::IntoStaticStr,
     strum::VariantArray,
+    utoipa::ToSchema,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
@@ -91,7 +92,7 @@ pub(crate) async fn insert_in_tx(
 
 /// A review item with what a reviewer needs to triage it. `status` is the
 /// effective one: a claim past its expiry reads as `open`.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct ReviewRow {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -702,7 +703,7 @@ pub(crate) async fn claim_in_tx(
 }
 
 /// One audit entry.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct AuditRow {
     pub id: i64,
     pub actor: String,

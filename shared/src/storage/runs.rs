@@ -70,7 +70,7 @@ pub async fn watch(pool: &PgPool, run_id: Uuid, ttl: std::time::Duration) -> sql
 }
 
 /// A run as stored.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct RunRow {
     pub id: Uuid,
     pub event_id: Uuid,

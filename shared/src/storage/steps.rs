@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::types::StepRecord;
 
 /// A journal row with its execution metadata.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct StepRow {
     pub iteration: i32,
     pub thought: String,
@@ -118,7 +118,7 @@ pub(crate) async fn insert_attempt_in_tx(
 }
 
 /// One failed attempt as recorded.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct AttemptRow {
     pub iteration: i32,
     pub attempt: i32,

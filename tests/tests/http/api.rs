@@ -110,7 +110,11 @@ async fn the_analyses_api_checks_token_roles_and_serves_status_and_trace() {
     let unknown = format!("/api/v1/analyses/{}", Uuid::now_v7());
     let (status, err) = send(server.get(&unknown).bearer_auth(&admin)).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(err["error"].as_str().unwrap().contains("not found"));
+    assert_eq!(err["title"], "not found", "{err}");
+    assert!(
+        err["detail"].as_str().unwrap().ends_with("not found"),
+        "{err}"
+    );
     assert_eq!(
         send(server.get(&format!("{unknown}/trace")).bearer_auth(&admin))
             .await
@@ -195,7 +199,8 @@ async fn bad_input_gets_413_415_or_400_naming_the_field_and_stores_nothing() {
     for (body, error, detail) in cases {
         let (status, err) = send(raw(body)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
-        assert_eq!(err["error"], error, "{body}: {err}");
+        assert_eq!(err["title"], error, "{body}: {err}");
+        assert_eq!(err["status"], 400, "{body}: {err}");
         assert!(
             err["detail"].as_str().unwrap().contains(detail),
             "{body}: {err}"
@@ -260,7 +265,7 @@ async fn bad_input_gets_413_415_or_400_naming_the_field_and_stores_nothing() {
 
     let (status, err) = send(server.get("/nowhere")).await;
     assert_eq!(
-        (status, err["error"].as_str().unwrap()),
+        (status, err["detail"].as_str().unwrap()),
         (StatusCode::NOT_FOUND, "no such endpoint")
     );
     assert_eq!(count(&db, "failure_events").await, 0);
@@ -285,7 +290,7 @@ async fn readiness_follows_the_database_and_sigterm_stops_the_server() {
     .await;
     let (status, err) = send(unconfigured.post("/webhooks/jenkins").json(&json!({}))).await;
     assert_eq!(
-        (status, err["error"].as_str().unwrap()),
+        (status, err["detail"].as_str().unwrap()),
         (
             StatusCode::SERVICE_UNAVAILABLE,
             "JENKINS_WEBHOOK_TOKEN is not configured"

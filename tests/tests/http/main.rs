@@ -11,6 +11,7 @@
 //! - `limits`: body limits, read timeouts, the minimum body rate and the
 //!   in-flight cap (health checks outside it), over raw TCP.
 //! - `clients`: per-client connection and in-flight caps, trusted proxies.
+//! - `openapi`: the OpenAPI 3.1 document, validated; every operation routed.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
@@ -21,6 +22,7 @@ mod fetch;
 mod github;
 mod jenkins;
 mod limits;
+mod openapi;
 mod paths;
 
 use std::{io::Read, path::Path};
