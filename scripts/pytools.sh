@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pytools.sh — the Python tools the tests run as they are (scripts/pytools.txt:
-# the OpenAPI validator), in a virtual environment at target/pytools.
+# the OpenAPI validator and schemathesis), in a virtual environment at target/pytools.
 # Idempotent: once the installed set matches pytools.txt it does nothing.
 # Used by `make test`; needs python3 with venv (python3-venv on Debian, which
 # it installs when missing) and the PyPI registry.

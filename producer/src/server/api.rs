@@ -384,7 +384,7 @@ pub struct EventsQuery {
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event: an iteration number, or `verdict`."),
     ),
     responses(
-        (status = 200, description = "Server-sent events: `iteration` (data: a StepRow) per committed iteration, then `verdict`.", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events: `iteration` (data: a StepRow) per committed iteration, then `verdict`.", content_type = "text/event-stream", body = super::openapi::StreamEvent),
         (status = 204, description = "The `verdict` was already sent: nothing more will come."),
         (status = 400, description = "The id is not a UUID, or the resume point is not an iteration number or `verdict`."),
         (status = 403, description = "The token's role may not read analyses."),

@@ -21,7 +21,12 @@ use utoipa::{
 };
 use uuid::Uuid;
 
-use super::error::{PROBLEM_JSON, Problem};
+use faultline_shared::storage::steps::StepRow;
+
+use super::{
+    console::live::Verdict,
+    error::{PROBLEM_JSON, Problem},
+};
 
 /// The security schemes the operations name.
 pub const BEARER: &str = "token";
@@ -121,6 +126,55 @@ pub enum Delivery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Pong {
     pub pong: bool,
+}
+
+/// One event of `GET /api/v1/analyses/{id}/events`, as a client's SSE
+/// parser reads it: `event` (`iteration`, then `verdict`), `id` (the
+/// iteration's number, or `verdict`) and `data`, JSON: a journal row
+/// ([`StepRow`]), then the [`Verdict`]. It only describes the stream.
+pub struct StreamEvent;
+
+impl utoipa::PartialSchema for StreamEvent {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{
+            Ref,
+            schema::{ObjectBuilder, OneOfBuilder, Type},
+        };
+        let text = || ObjectBuilder::new().schema_type(Type::String);
+        let data = OneOfBuilder::new()
+            .item(Ref::from_schema_name("StepRow"))
+            .item(Ref::from_schema_name("Verdict"));
+        ObjectBuilder::new()
+            .property("event", text().enum_values(Some(["iteration", "verdict"])))
+            .property("id", text())
+            .property(
+                "data",
+                text()
+                    .content_media_type("application/json")
+                    .content_schema(Some(data)),
+            )
+            .required("data")
+            .description(Some(
+                "One server-sent event: `iteration` (data: a StepRow as JSON), then `verdict` \
+                 (data: a Verdict as JSON).",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for StreamEvent {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        use utoipa::PartialSchema;
+        schemas.push(("StepRow".into(), StepRow::schema()));
+        schemas.push(("Verdict".into(), Verdict::schema()));
+        StepRow::schemas(schemas);
+        Verdict::schemas(schemas);
+    }
 }
 
 /// `/healthz` and `/readyz`.

@@ -40,7 +40,11 @@ pub struct FilterParams {
     status: Option<String>,
     /// Comma-separated categories (`CODE_ERROR`, …).
     category: Option<String>,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    #[param(minimum = 0.0, maximum = 1.0)]
     min_confidence: Option<f32>,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    #[param(minimum = 0.0, maximum = 1.0)]
     max_confidence: Option<f32>,
     /// Only items at least this old: a duration such as `30m`, `12h` or `7d`.
     older_than: Option<String>,
@@ -50,7 +54,9 @@ pub struct FilterParams {
     job: Option<String>,
     /// The repository, exactly.
     repository: Option<String>,
-    /// At most this many items (1 to 1000, default 100; listing only).
+    /// At most this many items (default 100; listing only).
+    #[schema(minimum = 1, maximum = 1000)]
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
@@ -85,27 +91,23 @@ pub struct ItemDetail {
     audit: Vec<AuditRow>,
 }
 
+/// A parameter's value; blank is no value (as a form's empty field).
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
 impl FilterParams {
+    /// The filter; a blank value is no filter.
     fn filter(&self) -> Result<Filter, AppError> {
         Filter::parse(
-            self.status.as_deref(),
-            self.category.as_deref(),
+            given(&self.status),
+            given(&self.category),
             self.min_confidence,
             self.max_confidence,
-            self.older_than.as_deref(),
-            self.newer_than.as_deref(),
+            given(&self.older_than),
+            given(&self.newer_than),
         )
-        .map(|mut f| {
-            let given = |v: &Option<String>| {
-                v.as_deref()
-                    .map(str::trim)
-                    .filter(|v| !v.is_empty())
-                    .map(str::to_string)
-            };
-            f.job = given(&self.job);
-            f.repository = given(&self.repository);
-            f
-        })
+        .and_then(|f| f.matching(self.job.as_deref(), self.repository.as_deref()))
         .map_err(|e| AppError::bad_request("invalid filter", e))
     }
 }
@@ -229,11 +231,19 @@ pub async fn claim(
 
 /// `POST /api/v1/review/{id}/resolve` body. `action` defaults to `correct`
 /// when a field is given, else `accept`.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveAction {
+    Accept,
+    Correct,
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
-    /// `accept` (the answer stands) or `correct` (the fields below replace it).
-    action: Option<String>,
+    /// `accept` (the answer stands) or `correct` (the fields below replace
+    /// it); default `correct` when a field is given, else `accept`.
+    action: Option<ResolveAction>,
     /// The corrected category (`CODE_ERROR`, …).
     category: Option<String>,
     root_cause: Option<String>,
@@ -269,16 +279,10 @@ pub async fn resolve(
     let Path(id) = id?;
     let Json(body) = body?;
     let given = body.category.is_some() || body.root_cause.is_some() || body.fix.is_some();
-    let accept = match body.action.as_deref() {
+    let accept = match body.action {
         None => !given,
-        Some("accept") => true,
-        Some("correct") => false,
-        Some(other) => {
-            return Err(AppError::bad_request(
-                "invalid request body",
-                format!("action: {other:?} is not \"accept\" or \"correct\""),
-            ));
-        }
+        Some(ResolveAction::Accept) => true,
+        Some(ResolveAction::Correct) => false,
     };
     let decision = Decision {
         accept,

@@ -736,6 +736,24 @@ impl Filter {
         }
     }
 
+    /// Sets the exact job and repository to match (blank: any). Postgres
+    /// text cannot hold a NUL character: one is refused, naming the field,
+    /// rather than failing the query.
+    pub fn matching(
+        mut self,
+        job: Option<&str>,
+        repository: Option<&str>,
+    ) -> Result<Filter, String> {
+        let given = |name: &str, v: Option<&str>| match v.map(str::trim) {
+            Some(v) if v.contains('\0') => Err(format!("{name}: contains a NUL character")),
+            Some(v) if !v.is_empty() => Ok(Some(v.to_string())),
+            _ => Ok(None),
+        };
+        self.job = given("job", job)?;
+        self.repository = given("repository", repository)?;
+        Ok(self)
+    }
+
     /// Builds a filter from user input (CLI flags or query parameters),
     /// naming the offending field on error. `statuses` is comma-separated.
     pub fn parse(

@@ -12,6 +12,7 @@
 //!   in-flight cap (health checks outside it), over raw TCP.
 //! - `clients`: per-client connection and in-flight caps, trusted proxies.
 //! - `openapi`: the OpenAPI 3.1 document, validated; every operation routed.
+//! - `schemathesis`: the API fuzzed by schemathesis, for each token role.
 //!
 //! This file holds the shared harness ([`Server`] and small helpers).
 
@@ -24,6 +25,7 @@ mod jenkins;
 mod limits;
 mod openapi;
 mod paths;
+mod schemathesis;
 
 use std::{io::Read, path::Path};
 

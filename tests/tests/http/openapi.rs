@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::Server;
 
 /// A tool of `scripts/pytools.txt`, installed by `scripts/pytools.sh`.
-fn pytool(name: &str) -> PathBuf {
+pub fn pytool(name: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/pytools/bin")
         .join(name);

@@ -21,7 +21,6 @@ use faultline_shared::storage::{
     steps::{self, StepRow},
 };
 use futures::Stream;
-use serde_json::json;
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::broadcast;
 use uuid::Uuid;
@@ -258,6 +257,16 @@ pub async fn run_events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
+/// The data of a stream's last event, `verdict`.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Verdict {
+    pub status: faultline_shared::RunStatus,
+    /// The run's verdict, as `GET /api/v1/analyses/{id}` shows it.
+    pub result: Option<serde_json::Value>,
+    /// How many iterations the run took.
+    pub iterations: i32,
+}
+
 impl RunStream {
     /// Queues the iterations committed after `last`, then the verdict if
     /// the run is terminal.
@@ -279,8 +288,12 @@ impl RunStream {
             Some(r) if r.status.is_terminal() => {
                 self.pending.push_back(
                     Event::default().event("verdict").id("verdict").data(
-                        json!({"status": r.status, "result": r.result, "iterations": r.iteration})
-                            .to_string(),
+                        serde_json::to_string(&Verdict {
+                            status: r.status,
+                            result: r.result,
+                            iterations: r.iteration,
+                        })
+                        .unwrap_or_default(),
                     ),
                 );
                 self.done = true;

@@ -408,7 +408,7 @@ impl QueueQuery {
                 })
                 .transpose()
         };
-        let mut filter = Filter::parse(
+        let filter = Filter::parse(
             nonempty(&self.status),
             nonempty(&self.category),
             number("min_confidence", &self.min_confidence)?,
@@ -416,9 +416,7 @@ impl QueueQuery {
             nonempty(&self.older_than),
             None,
         )?;
-        filter.job = nonempty(&self.job).map(str::to_string);
-        filter.repository = nonempty(&self.repository).map(str::to_string);
-        Ok(filter)
+        filter.matching(self.job.as_deref(), self.repository.as_deref())
     }
 
     /// This query on another page.
