@@ -10,18 +10,8 @@ BIN=${1:-./target/release}
 ITEMS=${BENCH_CONSOLE_ITEMS:-10000}
 GROUP=${BENCH_CONSOLE_GROUP:-4}
 N=${BENCH_CONSOLE_REQUESTS:-50}
-ADMIN=${FAULTLINE_TEST_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-DB=faultline_bench_console_$$
-URL="${ADMIN%/*}/$DB"
-WORK=$(mktemp -d)
-cleanup() {
-  [[ -n "${SERVE_PID:-}" ]] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
-  psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
-DATABASE_URL=$URL "$BIN/faultline" migrate >/dev/null
+source "$(dirname "$0")/lib/scratch.sh"
+scratch_db faultline_bench_console
 psql "$URL" -q -v ON_ERROR_STOP=1 -v items="$ITEMS" -v per="$GROUP" <<'SQL' >/dev/null
 WITH e AS (
     INSERT INTO failure_events (id, dedup_key, source, job_name, build_number, repository, log_name, received_at)
@@ -40,11 +30,7 @@ SELECT gen_random_uuid(), r.id, 'low confidence 0.60 (auto-accept needs 0.85)', 
 ANALYZE;
 SQL
 TOKEN=$(DATABASE_URL=$URL "$BIN/faultline" token create --role reviewer --name bench 2>/dev/null)
-DATABASE_URL=$URL RUST_LOG=warn "$BIN/faultline" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
-SERVE_PID=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.1; done
-BASE=$(sed -n 's/^listening on //p' "$WORK/serve.out")
-[[ -n "$BASE" ]] || { cat "$WORK/serve.err"; exit 1; }
+scratch_serve
 JAR="$WORK/cookies"
 CSRF=$(curl -fsS -c "$JAR" "$BASE/ui/login" | grep -o 'name="csrf" value="[^"]*"' | head -n 1 | cut -d'"' -f4)
 curl -fsS -b "$JAR" -c "$JAR" -o /dev/null --data-urlencode "token=$TOKEN" --data-urlencode "csrf=$CSRF" \

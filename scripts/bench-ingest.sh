@@ -23,27 +23,12 @@ if ! command -v wrk >/dev/null; then
     exit 0
   fi
 fi
-ADMIN=${FAULTLINE_TEST_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-DB=faultline_bench_ingest_$$
-URL="${ADMIN%/*}/$DB"
 SECRET=bench-secret
-WORK=$(mktemp -d)
-cleanup() {
-  [[ -n "${SERVE_PID:-}" ]] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
-  psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
-DATABASE_URL=$URL "$BIN/faultline" migrate >/dev/null
+source "$(dirname "$0")/lib/scratch.sh"
+scratch_db faultline_bench_ingest
 cp tests/fixtures/http/github-workflow-job-timed-out.json "$WORK/body.json"
 SIGNATURE="sha256=$(openssl dgst -sha256 -hmac "$SECRET" -r "$WORK/body.json" | cut -d' ' -f1)"
-DATABASE_URL=$URL GITHUB_WEBHOOK_SECRET=$SECRET RUST_LOG=warn \
-  "$BIN/faultline" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
-SERVE_PID=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.1; done
-BASE=$(sed -n 's/^listening on //p' "$WORK/serve.out")
-[[ -n "$BASE" ]] || { cat "$WORK/serve.err"; exit 1; }
+scratch_serve GITHUB_WEBHOOK_SECRET="$SECRET"
 echo "== webhook ingest: wrk -t2 -c$CONNECTIONS -d$DURATION, ${DELAY_MS} ms pause per connection (target ≥ 500 req/s, p99 < 20 ms)"
 BODY_FILE="$WORK/body.json" SIGNATURE="$SIGNATURE" DELAY_MS="$DELAY_MS" \
   wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/wrk-github-delivery.lua "$BASE"
