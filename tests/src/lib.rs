@@ -117,6 +117,16 @@ impl TestDb {
         path
     }
 
+    /// Copies the bundled sample `samples/NAME` into this test's scratch
+    /// folder (samples/README.md says what each one is).
+    pub fn write_sample(&self, name: &str) -> PathBuf {
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../samples")
+            .join(name);
+        let bytes = fs::read(&sample).unwrap_or_else(|e| panic!("{}: {e}", sample.display()));
+        self.write(name, bytes)
+    }
+
     /// Enqueues a log and returns the run id.
     pub fn enqueue(&self, path: &Path, env: &[(&str, &str)]) -> Uuid {
         self.cli_ok(&["enqueue", path.to_str().unwrap()], env)

@@ -24,12 +24,7 @@ struct Console {
 
 async fn console(n: usize, serve_env: &[(&str, &str)]) -> Console {
     let db = TestDb::new().await;
-    let log = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../samples/ambiguous.log"
-    ))
-    .unwrap();
-    let path = db.write("ambiguous.log", &log);
+    let path = db.write_sample("ambiguous.log");
     let worker = db.worker("w1", &[]);
     let mut runs = Vec::new();
     for i in 0..n {

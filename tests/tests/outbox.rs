@@ -253,12 +253,7 @@ async fn needs_review_runs_are_not_notified_unless_configured() {
     let mut env = FAST_NOTIFY.to_vec();
     env.push(("NOTIFY_WEBHOOK_URL", &url));
     let _worker = db.worker("w1", &env);
-    let log = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../samples/ambiguous.log"
-    ))
-    .unwrap();
-    let run = db.enqueue(&db.write("ambiguous.log", log), &[]);
+    let run = db.enqueue(&db.write_sample("ambiguous.log"), &[]);
     assert_eq!(
         wait_terminal(&db.pool, run, Duration::from_secs(60)).await,
         "needs_review"

@@ -334,12 +334,7 @@ async fn the_queue_filters_by_job_and_repository_and_claims_only_matching_items(
 #[tokio::test]
 async fn a_resolution_makes_the_next_same_fingerprint_failure_confident_and_cites_it() {
     let db = TestDb::new().await;
-    let log = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../samples/ambiguous.log"
-    ))
-    .unwrap();
-    let path = db.write("ambiguous.log", &log);
+    let path = db.write_sample("ambiguous.log");
     let path = path.to_str().unwrap();
     let _worker = db.worker("w1", &[]);
     let first: Uuid = db

@@ -189,6 +189,7 @@ pub struct Health {
 /// where a token is checked. Every error response is a [`Problem`].
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder, path::Operation};
+    exactly_one_log(doc);
     let problem = || {
         ContentBuilder::new()
             .schema(Some(Ref::from_schema_name("Problem")))
@@ -234,6 +235,32 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
             }
         }
     }
+}
+
+/// `POST /api/v1/analyses` takes exactly one of `log` (not empty) and
+/// `log_url` (`api::log_or_url`), which a struct's derived schema cannot
+/// say: its schema becomes that struct's and a `oneOf` of the two.
+fn exactly_one_log(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
+    let Some(schema) = doc
+        .components
+        .as_mut()
+        .and_then(|c| c.schemas.get_mut("CreateAnalysis"))
+    else {
+        return;
+    };
+    let given = |field: &str| {
+        ObjectBuilder::new().required(field).property(
+            field,
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1)),
+        )
+    };
+    let one_of = OneOfBuilder::new()
+        .item(given("log"))
+        .item(given("log_url"));
+    *schema = AllOfBuilder::new().item(schema.clone()).item(one_of).into();
 }
 
 /// The document as served (built once, with the router).
