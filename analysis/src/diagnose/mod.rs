@@ -236,28 +236,26 @@ fn captures(rule: usize, text: &str) -> HashMap<&'static str, String> {
 /// `0` when none does, up to `1` for a tool's own unambiguous failure
 /// format. The excerpt ranks candidate blocks with it.
 pub fn line_strength(raw: &str) -> f32 {
-    let clean = clean_line(raw);
-    let text = clean.trim();
-    let matched = matches_of(text);
-    matched
-        .iter()
-        .filter(|&&i| applies(i, &matched, text))
-        .map(|&i| rules::RULES[i].weight)
-        .fold(0.0, f32::max)
+    strongest(clean_line(raw).trim(), |_| true)
 }
 
 /// How decisive the strongest *code* recogniser (a compiler's, type
-/// checker's or linter's report) matching `raw` is; `0` when none does. A
-/// report line of such a tool anchors an excerpt block even without
-/// failure words.
-pub fn code_report_strength(raw: &str) -> f32 {
-    let clean = clean_line(raw);
-    let text = clean.trim();
+/// checker's or linter's report) matching `clean` (a line already through
+/// [`clean_line`]) is; `0` when none does. A report line of such a tool
+/// anchors an excerpt block even without failure words.
+pub fn code_report_strength(clean: &str) -> f32 {
+    strongest(clean.trim(), |r| {
+        matches!(r.kind, Kind::Compile | Kind::Lint)
+    })
+}
+
+/// The weight of the strongest recogniser that `keep` admits and that
+/// applies to `text` (clean and trimmed); `0` when none does.
+fn strongest(text: &str, keep: impl Fn(&rules::Rule) -> bool) -> f32 {
     let matched = matches_of(text);
     matched
         .iter()
-        .filter(|&&i| matches!(rules::RULES[i].kind, Kind::Compile | Kind::Lint))
-        .filter(|&&i| applies(i, &matched, text))
+        .filter(|&&i| keep(&rules::RULES[i]) && applies(i, &matched, text))
         .map(|&i| rules::RULES[i].weight)
         .fold(0.0, f32::max)
 }

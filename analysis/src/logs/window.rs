@@ -286,21 +286,6 @@ impl<'o> State<'o> {
         self.total_lines += 1;
         let (clean, tag) = clean_line_tagged(raw);
         let mut info = analyse(&clean, tag, raw.contains('\x1b') && is_red(raw));
-        // A line a recogniser reads as a compiler's or linter's own report
-        // anchors a block even without failure words; bounded per log,
-        // located lines only.
-        if info.score >= 0.0
-            && info.score < ANCHOR
-            && !info.blank
-            && !info.wrapper
-            && self.anchor_budget > 0
-            && located(&clean)
-        {
-            self.anchor_budget -= 1;
-            if crate::diagnose::code_report_strength(&clean) >= 0.9 {
-                info.score = ANCHOR;
-            }
-        }
         // A line the job's last green log printed too is its usual noise:
         // never an anchor or signal, at most context inside a block.
         let known = info.score >= 0.0
@@ -308,6 +293,20 @@ impl<'o> State<'o> {
             && (self.opts.baseline.as_ref()).is_some_and(|b| b.knows(&clean));
         if known {
             info.score = 0.0;
+        } else if info.score >= 0.0
+            && info.score < ANCHOR
+            && !info.blank
+            && !info.wrapper
+            && self.anchor_budget > 0
+            && located(&clean)
+        {
+            // A line a recogniser reads as a compiler's or linter's own
+            // report anchors a block even without failure words; bounded
+            // per log, located lines only.
+            self.anchor_budget -= 1;
+            if crate::diagnose::code_report_strength(&clean) >= 0.9 {
+                info.score = ANCHOR;
+            }
         }
         if info.blank {
             self.blank_run += 1;
