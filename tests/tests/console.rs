@@ -916,3 +916,76 @@ async fn sigterm_ends_open_event_streams_and_the_server_exits() {
     let body = tokio::time::timeout(Duration::from_secs(5), events.text()).await;
     assert!(body.is_ok(), "the run stream did not end");
 }
+
+/// The item page links the failure's CI build from the event's payload
+/// (here the `log_url` an API submission gave; the worker does not fetch
+/// an address that is neither GitHub nor Jenkins, so the run fails into
+/// review saying so), and a page of an item without one has no link.
+#[tokio::test]
+async fn the_item_page_links_the_ci_build_the_event_names() {
+    let db = TestDb::new().await;
+    let _worker = db.worker("w1", &[]);
+    let serve = db.serve(&[]).await;
+    let admin = db.token("admin", "ops");
+    let build = "https://ci.example.org/job/ledger/7/console";
+    let http = reqwest::Client::new();
+    let resp = http
+        .post(format!("{}/api/v1/analyses", serve.base))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"log_url": build, "job": "ledger"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let run: Uuid = resp.json::<Value>().await.unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Failed, not analysed: the log was not fetched; a reviewer decides.
+    assert_eq!(
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await,
+        "failed"
+    );
+    let plain = db.enqueue(&db.write_sample("ambiguous.log"), &[]);
+    assert_eq!(
+        wait_terminal(&db.pool, plain, Duration::from_secs(60)).await,
+        "needs_review"
+    );
+    let item_of = |run: Uuid| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, Uuid>("SELECT id FROM review_items WHERE run_id = $1")
+                .bind(run)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let cookie = session_cookie(&serve.base, &admin).await;
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let page = |item: Uuid| {
+        let (http, cookie) = (http.clone(), cookie.clone());
+        let url = format!("{}/ui/review/{item}", serve.base);
+        async move {
+            let resp = http
+                .get(url)
+                .header(reqwest::header::COOKIE, cookie)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.text().await.unwrap()
+        }
+    };
+    let html = page(item_of(run).await).await;
+    assert!(
+        html.contains(&format!("href=\"{build}\"")) && html.contains("CI build"),
+        "no link to {build} on the item page"
+    );
+    let html = page(item_of(plain).await).await;
+    assert!(
+        !html.contains("CI build"),
+        "an item without a build URL has no link"
+    );
+}
