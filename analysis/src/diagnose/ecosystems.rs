@@ -6,7 +6,7 @@
 use super::*;
 
 #[track_caller]
-fn diagnosed(text: &str, want: Category) -> Diagnosis {
+pub(super) fn diagnosed(text: &str, want: Category) -> Diagnosis {
     let d = diagnose_text(text);
     assert_eq!(d.category, want, "\n{text}\n{d:#?}");
     d

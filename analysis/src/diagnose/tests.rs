@@ -1,6 +1,7 @@
 //! Each ecosystem's recognisers on short snippets written for these tests
 //! in the tools' real output formats (not lines of any labelled data set).
 
+use super::ecosystems::diagnosed;
 use super::*;
 
 fn category(text: &str) -> Category {
@@ -301,7 +302,7 @@ fn a_network_exception_inside_a_test_is_the_network() {
         "Tests run: 3, Failures: 0, Errors: 1\nCaused by: java.net.ConnectException: Connection refused (Connection refused)",
         "1) Client fetches the index\n   Failure/Error: get '/index'\n   Errno::ECONNREFUSED:\n     Failed to open TCP connection to localhost:9200",
     ] {
-        assert_eq!(category(text), Category::InfraError, "{text}");
+        diagnosed(text, Category::InfraError);
     }
 }
 
@@ -368,7 +369,7 @@ fn linters_reporting_under_a_test_command_are_a_code_error() {
         // a make target of the style check
         "gofmt -l .\nshapes/area.go\nmake: *** [fmt] Error 1",
     ] {
-        assert_eq!(category(text), Category::CodeError, "{text}");
+        diagnosed(text, Category::CodeError);
     }
 }
 
@@ -431,8 +432,7 @@ fn a_lost_test_browser_a_dead_build_daemon_and_os_limits_are_the_machine() {
         "Error: EMFILE: too many open files, open '/tmp/cache/a.json'",
         "psql: FATAL:  the database system is starting up",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::InfraError, "{text}\n{d:#?}");
+        diagnosed(text, Category::InfraError);
     }
     let d = diagnose_text(
         "ERROR [launcher]: Cannot start ChromeHeadless\n\tNo binary for ChromeHeadless browser on your platform.",
@@ -450,8 +450,7 @@ fn a_test_the_framework_aborted_at_its_time_limit_is_a_failed_test() {
         "E       Failed: Timeout >30.0s",
         "panic: test timed out after 10m0s\n\ngoroutine 7 [running]:",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::TestFailure, "{text}\n{d:#?}");
+        let d = diagnosed(text, Category::TestFailure);
         assert_eq!(d.findings[0].kb, "test-timeout", "{text}\n{d:#?}");
     }
 }
@@ -493,8 +492,7 @@ fn compilers_and_runtimes_of_more_languages_are_code_errors() {
             "uncaught-exception",
         ),
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::CodeError, "{text}\n{d:#?}");
+        let d = diagnosed(text, Category::CodeError);
         assert_eq!(d.findings[0].kb, kb, "{text}\n{d:#?}");
     }
     let d = diagnose_text(
