@@ -88,7 +88,10 @@ async fn schemathesis_finds_no_failure_in_any_operation_for_any_role() {
             db.token(role, &format!("st-{role}"))
         };
         let (passed, text) = schemathesis(&base, &token, seconds);
-        println!("== schemathesis, role {role}:\n{}", summary(passed, &text));
+        println!(
+            "== schemathesis, role {role}, {seconds} s, checks {CHECKS} and no response over 1 s:\n{}",
+            summary(passed, &text)
+        );
         if !passed {
             failed.push(role);
         }
