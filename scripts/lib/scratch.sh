@@ -13,9 +13,10 @@
 ADMIN=${FAULTLINE_TEST_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 
 scratch_cleanup() {
-  [[ -n "${SERVE_PID:-}" ]] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
-  [[ -n "${DB:-}" ]] && psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
-  [[ -n "${WORK:-}" ]] && rm -rf "$WORK"
+  # Under the caller's `set -e`: no step may end the clean-up early.
+  if [[ -n "${SERVE_PID:-}" ]]; then kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; fi
+  if [[ -n "${DB:-}" ]]; then psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true; fi
+  if [[ -n "${WORK:-}" ]]; then rm -rf "$WORK"; fi
   return 0
 }
 
@@ -32,7 +33,11 @@ scratch_serve() {
   env DATABASE_URL="$URL" RUST_LOG=warn "$@" \
     "$BIN/faultline" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
   SERVE_PID=$!
-  for _ in $(seq 1 100); do grep -q "listening on" "$WORK/serve.out" && break; sleep 0.1; done
+  for _ in $(seq 1 100); do
+    grep -q "listening on" "$WORK/serve.out" && break
+    kill -0 "$SERVE_PID" 2>/dev/null || break
+    sleep 0.1
+  done
   BASE=$(sed -n 's/^listening on //p' "$WORK/serve.out")
   [[ -n "$BASE" ]] || { cat "$WORK/serve.err" >&2; exit 1; }
 }

@@ -64,10 +64,7 @@ use faultline_shared::{
 use sqlx::{Connection, PgPool};
 use tokio::net::TcpListener;
 use tower::{ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer};
-use tower_http::{
-    timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
-    trace::TraceLayer,
-};
+use tower_http::{timeout::RequestBodyTimeoutLayer, trace::TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -183,15 +180,20 @@ pub fn router(state: AppState) -> Router {
             client::PerClient::new(config.max_in_flight_per_client),
             client::in_flight,
         ))
-        .layer(HandleErrorLayer::new(|_: BoxError| async {
-            AppError::Unavailable("too many requests in flight; retry shortly".into())
+        // The caps' refusals are problems like every error: the request
+        // timeout a 408, a shed request a 503.
+        .layer(HandleErrorLayer::new(|e: BoxError| async move {
+            if e.is::<tower::timeout::error::Elapsed>() {
+                AppError::RequestTimeout(
+                    "the request took longer than FAULTLINE_REQUEST_TIMEOUT".into(),
+                )
+            } else {
+                AppError::Unavailable("too many requests in flight; retry shortly".into())
+            }
         }))
         .layer(LoadShedLayer::new())
         .layer(GlobalConcurrencyLimitLayer::new(config.max_in_flight))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            config.request_timeout,
-        ))
+        .layer(tower::timeout::TimeoutLayer::new(config.request_timeout))
         .layer(middleware::from_fn_with_state(
             min_body_rate,
             body_rate::enforce,

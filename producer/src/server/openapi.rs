@@ -41,7 +41,6 @@ pub const GITHUB: &str = "github_signature";
             each analysis with its trace, and work the human-review queue. Tokens are made \
             with `faultline token create --role ingest|reviewer|admin`; errors are RFC 9457 \
             problems (`application/problem+json`). docs/usage.md walks through it.",
-        license(name = "MIT OR Apache-2.0"),
     ),
     modifiers(&Security),
     components(schemas(Problem)),
@@ -203,6 +202,9 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
             // checks (the token, the Jenkins token, GitHub's signature).
             let authenticated = op.security.as_ref().is_some_and(|s| !s.is_empty());
             let mut common: Vec<(&str, &str)> = Vec::new();
+            if op.request_body.is_some() {
+                common.push(("413", "The body is over FAULTLINE_MAX_BODY_BYTES."));
+            }
             if authenticated {
                 common.push(("401", "No credential, or not a valid one."));
                 common.push((

@@ -120,6 +120,21 @@ fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &Bytes) -> Resu
     Ok(Json::<T>::from_bytes(body)?.0)
 }
 
+/// Postgres text cannot hold a NUL character: a field with one is refused,
+/// naming it, rather than failing the statement.
+fn no_nul(fields: &[(&str, &Option<String>)]) -> Result<(), AppError> {
+    match fields
+        .iter()
+        .find(|(_, v)| v.as_deref().is_some_and(|v| v.contains('\0')))
+    {
+        Some((name, _)) => Err(AppError::bad_request(
+            "invalid request body",
+            format!("{name}: contains a NUL character"),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn actor(caller: &Reviewer) -> Actor {
     Actor {
         name: caller.0.name.clone(),
@@ -278,6 +293,12 @@ pub async fn resolve(
 ) -> Result<Json<Resolved>, AppError> {
     let Path(id) = id?;
     let Json(body) = body?;
+    no_nul(&[
+        ("category", &body.category),
+        ("root_cause", &body.root_cause),
+        ("fix", &body.fix),
+        ("comment", &body.comment),
+    ])?;
     let given = body.category.is_some() || body.root_cause.is_some() || body.fix.is_some();
     let accept = match body.action {
         None => !given,
@@ -326,6 +347,7 @@ pub async fn dismiss(
 ) -> Result<Json<Item>, AppError> {
     let Path(id) = id?;
     let body: DismissBody = optional_json(&body?)?;
+    no_nul(&[("comment", &body.comment)])?;
     let item =
         resolution::dismiss(&state.pool, id, &actor(&caller), body.comment.as_deref()).await?;
     Ok(Json(Item { item }))

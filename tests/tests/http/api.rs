@@ -395,6 +395,27 @@ async fn nul_characters_overlong_fields_and_huge_durations_are_400s_not_500s() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{listed}");
+    // The same for a decision's text (read before the item is looked up).
+    let item = Uuid::now_v7();
+    for (action, body, field) in [
+        (
+            "resolve",
+            json!({"action": "correct", "fix": "retry\u{0}"}),
+            "fix",
+        ),
+        ("resolve", json!({"comment": "ok\u{0}"}), "comment"),
+        ("dismiss", json!({"comment": "\u{0}"}), "comment"),
+    ] {
+        let (status, err) = send(
+            server
+                .post(&format!("/api/v1/review/{item}/{action}"))
+                .bearer_auth(&admin)
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{action} {body}: {err}");
+        assert_eq!(err["field"], field, "{err}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -303,3 +303,45 @@ async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_ans
     drop(held);
     wait_for_status(Duration::from_secs(10), StatusCode::UNAUTHORIZED, api).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_past_the_request_timeout_gets_a_408_problem() {
+    let db = TestDb::new().await;
+    let server = Server::start(
+        &db,
+        &[
+            ("FAULTLINE_REQUEST_TIMEOUT", "1s"),
+            ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
+        ],
+    )
+    .await;
+    // One byte of a 1000-byte body, then nothing: only the whole-request
+    // timeout (1 s; the body read timeout is 15 s) ends it.
+    let mut held = head(&server, "/webhooks/github", 1000, "").await;
+    held.write_all(b" ").await.unwrap();
+    let started = Instant::now();
+    let mut response = Vec::new();
+    let mut byte = [0u8; 1];
+    let read_head = async {
+        while !response.ends_with(b"\r\n\r\n") {
+            match held.read(&mut byte).await {
+                Ok(1) => response.push(byte[0]),
+                _ => break,
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read_head)
+        .await
+        .expect("an answer within 10s");
+    let head = String::from_utf8_lossy(&response).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 408"), "{head}");
+    assert!(
+        head.contains("content-type: application/problem+json"),
+        "the timeout's answer is a problem like every error: {head}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
