@@ -194,6 +194,9 @@ struct Hit {
     weight: f32,
     /// Read on the log's last lines rather than on the failure's.
     tail: bool,
+    /// Read on a failed step's block the excerpt left out
+    /// ([`Excerpt::aside`]): the model does not read it.
+    aside: bool,
     line_no: u64,
     line: String,
     captures: HashMap<&'static str, String>,
@@ -278,6 +281,7 @@ pub fn features(excerpt: &Excerpt) -> Vec<Vec<f64>> {
     let (command, exit_code) = failed_step(excerpt);
     let mut hits = excerpt_hits(excerpt);
     cancel_wrapped(&mut hits);
+    hits.retain(|h| !h.aside);
     let evidence = Evidence::new(&hits, priors(command, exit_code));
     signals(&evidence, &evidence.scores()).rows()
 }
@@ -314,8 +318,34 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             h.tail = true;
         }
     }
+    // A cause printed away from the excerpt's block still explains it;
+    // symptoms there (other tests' reports) add nothing.
+    for l in &excerpt.aside {
+        if seen_lines.contains(&l.line_no) {
+            continue;
+        }
+        let before = hits.len();
+        collect(&mut hits, l.line_no, clean_line(&l.text).trim());
+        let mut i = before;
+        while i < hits.len() {
+            let kind = rules::RULES[hits[i].rule].kind;
+            if matches!(kind, Kind::Assertion | Kind::TestFailed | Kind::TestSummary) {
+                hits.remove(i);
+                continue;
+            }
+            hits[i].weight *= ASIDE_WEIGHT;
+            hits[i].aside = true;
+            i += 1;
+        }
+    }
     hits
 }
+
+/// Weight factor of evidence read aside from the excerpt's block.
+const ASIDE_WEIGHT: f32 = 1.0;
+/// Weight from which evidence read aside holds back an answer it
+/// contradicts.
+const ASIDE_CONFLICT: f32 = 0.8;
 
 /// Diagnoses plain text (line numbers from 1): for tests and callers
 /// without an excerpt.
@@ -410,6 +440,7 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
             rule,
             weight,
             tail: false,
+            aside: false,
             line_no,
             line: truncate_chars(text, MAX_FINDING_CHARS).to_string(),
             captures: caps,
@@ -421,6 +452,9 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
 /// explaining symptoms, the winning category, its facts and findings.
 fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
     cancel_wrapped(&mut hits);
+    // Evidence read aside does not vote: it can only hold back an answer
+    // it contradicts.
+    let aside: Vec<Hit> = hits.extract_if(.., |h| h.aside).collect();
     let evidence = Evidence::new(&hits, priors(command, exit_code));
     let scores = evidence.scores();
     let (rules_winner, s1) = scores[0];
@@ -491,6 +525,18 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
             diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
         }
         diagnosis.decided_by = evidence.decided_by(&ordered, winner);
+        if let Some(h) = aside
+            .iter()
+            .find(|h| h.weight >= ASIDE_CONFLICT && rules::RULES[h.rule].kind.category() != winner)
+        {
+            diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
+            diagnosis.decided_by.push_str(&format!(
+                "; held for review: line {} of another block reads {} ({})",
+                h.line_no,
+                rules::RULES[h.rule].kind.category(),
+                rules::RULES[h.rule].id
+            ));
+        }
     } else {
         diagnosis.confidence = round3(s1.min(0.2));
         if s1 > 0.0 {
@@ -525,7 +571,7 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
 fn signals(evidence: &Evidence<'_>, scores: &[(Category, f32)]) -> model::Signals {
     let mut out = model::Signals::default();
     let mut best: HashMap<usize, f32> = HashMap::new();
-    for h in evidence.hits {
+    for h in evidence.hits.iter().filter(|h| !h.aside) {
         let k = model::kind_index(rules::RULES[h.rule].kind);
         if h.tail {
             out.tail[k] = out.tail[k].max(h.weight);

@@ -500,3 +500,75 @@ fn compilers_and_runtimes_of_more_languages_are_code_errors() {
     );
     assert_eq!(d.category, Category::TestFailure, "{d:#?}");
 }
+
+/// A mocha run (written for this test) whose failure report ends the step,
+/// with `cause` printed by the server the tests talk to far above it.
+fn mocha_step(cause: &str) -> crate::logs::Excerpt {
+    let mut log = String::from("$ npm test\n\n> shop@1.0.0 test\n> mocha\n\n");
+    log.push_str(cause);
+    for i in 0..60 {
+        log.push_str(&format!("    ✓ prices item {i} ({i}ms)\n"));
+    }
+    log.push_str(
+        "\n  59 passing (2s)\n  1 failing\n\n  1) cart\n       totals the basket:\n\n      \
+         AssertionError: expected 3 to equal 4\n      + expected - actual\n\n      -3\n      +4\n\n      \
+         at Context.<anonymous> (test/cart.test.js:12:20)\n\n\n\
+         The command \"npm test\" exited with 1.\n",
+    );
+    crate::logs::excerpt_reader(
+        std::io::Cursor::new(log.into_bytes()),
+        &crate::logs::ExcerptOptions {
+            max_lines: EXCERPT_LINES,
+            ..crate::logs::ExcerptOptions::default()
+        },
+    )
+    .expect("reads from memory")
+}
+
+#[test]
+fn a_cause_printed_away_from_the_report_holds_the_answer_for_review() {
+    let plain = diagnose(&mocha_step(""));
+    assert_eq!(plain.category, Category::TestFailure, "{plain:#?}");
+    assert!(plain.confidence > ONLY_COUNTS_CONFIDENCE, "{plain:#?}");
+
+    let ex = mocha_step(
+        "  server\nError: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n\n",
+    );
+    // The excerpt shows the report; the refused connection is read aside.
+    assert!(
+        ex.lines.iter().any(|l| l.text.contains("AssertionError")),
+        "{ex:#?}"
+    );
+    assert!(
+        !ex.lines.iter().any(|l| l.text.contains("ECONNREFUSED")),
+        "{ex:#?}"
+    );
+    assert!(
+        ex.aside.iter().any(|l| l.text.contains("ECONNREFUSED")),
+        "{ex:#?}"
+    );
+    let d = diagnose(&ex);
+    // It does not vote (the report still decides) but holds the answer.
+    assert_eq!(d.category, Category::TestFailure, "{d:#?}");
+    assert!(d.confidence <= ONLY_COUNTS_CONFIDENCE, "{d:#?}");
+    assert!(
+        d.decided_by.contains("held for review") && d.decided_by.contains("INFRA_ERROR"),
+        "{}",
+        d.decided_by
+    );
+}
+
+#[test]
+fn a_symptom_printed_away_from_the_report_changes_nothing() {
+    // Another test's report above the one the excerpt shows is the same
+    // kind of evidence: no hold.
+    let ex = mocha_step("  0) setup\n     AssertionError: expected true to be false\n\n");
+    let d = diagnose(&ex);
+    assert_eq!(d.category, Category::TestFailure, "{d:#?}");
+    assert!(d.confidence > ONLY_COUNTS_CONFIDENCE, "{d:#?}");
+    assert!(
+        !d.decided_by.contains("held for review"),
+        "{}",
+        d.decided_by
+    );
+}

@@ -63,12 +63,20 @@ pub struct Excerpt {
     /// and nowhere else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tail: Vec<(u64, String)>,
+    /// Signal lines of the failed steps' other blocks, which the excerpt
+    /// left out (at most [`MAX_ASIDE`], log order): the diagnosis reads
+    /// them as weaker evidence, since a cause is not always printed
+    /// beside the report that shows its effect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aside: Vec<ExcerptLine>,
 }
 
 /// Most failed steps an [`Excerpt`] records.
 pub const MAX_FAILED_STEPS: usize = 4;
 /// Most tail lines an [`Excerpt`] records.
 pub const TAIL_LINES: usize = 16;
+/// Most lines of other blocks an [`Excerpt`] records aside.
+pub const MAX_ASIDE: usize = 24;
 
 /// A CI step that failed, from its footer (`The command "make test" exited
 /// with 2.`, `##[error]Process completed with exit code 1.`, `script

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
 use super::excerpt::{
-    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_FAILED_STEPS, TAIL_LINES,
+    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS, TAIL_LINES,
 };
 use super::score::{
     ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
@@ -563,10 +563,15 @@ impl<'o> State<'o> {
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         let best = ranked.first().map_or(0.0, |r| r.0);
         let mut lines: Vec<ExcerptLine> = Vec::new();
+        let mut rest: Vec<Window> = Vec::new();
         for (value, w) in ranked {
             let room = opts.max_lines.saturating_sub(lines.len());
-            if room == 0 || (!lines.is_empty() && value < opts.secondary_ratio * best) {
-                break;
+            if !rest.is_empty()
+                || room == 0
+                || (!lines.is_empty() && value < opts.secondary_ratio * best)
+            {
+                rest.push(w);
+                continue;
             }
             if w.tail && !lines.is_empty() {
                 continue;
@@ -586,6 +591,7 @@ impl<'o> State<'o> {
             lines.extend(fresh);
         }
         lines.sort_by_key(|l| l.line_no);
+        let aside = aside_lines(rest, &lines, failed);
         let skip = self.ring.len().saturating_sub(TAIL_LINES);
         let tail = self
             .ring
@@ -599,8 +605,42 @@ impl<'o> State<'o> {
             total_bytes: self.total_bytes,
             failed_steps: self.failed_steps,
             tail,
+            aside,
         }
     }
+}
+
+/// The signal lines of the candidate blocks the excerpt left out that
+/// belong to a step that failed (best blocks first, at most
+/// [`MAX_ASIDE`]): a cause printed away from the report the excerpt shows
+/// (a refused connection above a test report, a compile error before the
+/// tests that it broke) is still evidence.
+fn aside_lines(rest: Vec<Window>, chosen: &[ExcerptLine], failed: bool) -> Vec<ExcerptLine> {
+    let mut out: Vec<ExcerptLine> = Vec::new();
+    for w in rest {
+        let in_failed_step = match w.footer {
+            Some((Footer::Failed, _)) => true,
+            Some((Footer::Succeeded, _)) => false,
+            _ => !failed,
+        };
+        if w.tail || !in_failed_step {
+            continue;
+        }
+        for s in w.lines {
+            if out.len() >= MAX_ASIDE {
+                return out;
+            }
+            if s.hidden || s.line.score < ANCHOR {
+                continue;
+            }
+            let known = |l: &ExcerptLine| l.line_no == s.line.line_no || l.text == s.line.text;
+            if !chosen.iter().any(known) && !out.iter().any(known) {
+                out.push(s.line);
+            }
+        }
+    }
+    out.sort_by_key(|l| l.line_no);
+    out
 }
 
 #[cfg(test)]
