@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::Facts;
+use crate::diagnose::{Diagnostic, Facts};
 
 /// A failing test as its runner named it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -82,6 +82,11 @@ pub struct Specifics {
     pub failing_tests: Vec<FailingTest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostic: Option<FirstDiagnostic>,
+    /// Every compiler, type-checker or linter error of the log that names
+    /// a file and a line, in log order (at most 200): what the GitHub check
+    /// run annotates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<FirstDiagnostic>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved_packages: Vec<UnresolvedPackage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,6 +98,7 @@ impl Specifics {
     pub fn is_empty(&self) -> bool {
         self.failing_tests.is_empty()
             && self.diagnostic.is_none()
+            && self.diagnostics.is_empty()
             && self.unresolved_packages.is_empty()
             && self.failed_step.is_none()
     }
@@ -126,6 +132,10 @@ impl Specifics {
                 s.push_str(&format!(": {m}"));
             }
             out.push(("diagnostic", s));
+        }
+        if self.diagnostics.len() > 1 {
+            let n = self.diagnostics.len();
+            out.push(("diagnostics", format!("{n} errors with a file and line")));
         }
         for p in &self.unresolved_packages {
             let mut s = format!("`{}`", p.name);
@@ -161,6 +171,20 @@ fn location(file: Option<&str>, line: Option<u32>, col: Option<u32>) -> Option<S
     })
 }
 
+impl From<&Diagnostic> for FirstDiagnostic {
+    fn from(d: &Diagnostic) -> Self {
+        FirstDiagnostic {
+            tool: d.tool.clone(),
+            file: d.file.clone(),
+            line: d.line,
+            column: d.column,
+            code: d.code.clone(),
+            message: d.message.clone(),
+            log_line: Some(d.log_line).filter(|n| *n > 0),
+        }
+    }
+}
+
 impl From<&Facts> for Specifics {
     fn from(f: &Facts) -> Self {
         Specifics {
@@ -175,15 +199,8 @@ impl From<&Facts> for Specifics {
                     runner: Some(t.runner.clone()).filter(|r| !r.is_empty()),
                 })
                 .collect(),
-            diagnostic: f.diagnostic.as_ref().map(|d| FirstDiagnostic {
-                tool: d.tool.clone(),
-                file: d.file.clone(),
-                line: d.line,
-                column: d.column,
-                code: d.code.clone(),
-                message: d.message.clone(),
-                log_line: Some(d.log_line).filter(|n| *n > 0),
-            }),
+            diagnostic: f.diagnostic.as_ref().map(FirstDiagnostic::from),
+            diagnostics: f.diagnostics.iter().map(FirstDiagnostic::from).collect(),
             unresolved_packages: f
                 .packages
                 .iter()
@@ -232,6 +249,7 @@ mod tests {
             }],
             command: Some("make test".into()),
             exit_code: Some(2),
+            ..Facts::default()
         };
         let s = Specifics::from(&facts);
         assert_eq!(

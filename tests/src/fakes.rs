@@ -614,3 +614,180 @@ pub fn secret_looking(text: &str) -> Vec<String> {
     }
     found
 }
+
+/// A fake of GitHub's Checks API, keeping state like GitHub does:
+/// `POST /repos/{owner}/{repo}/check-runs` creates a check run (at most 50
+/// annotations, else 422), `PATCH …/check-runs/{id}` appends annotations
+/// (at most 50), `GET /repos/{owner}/{repo}/commits/{ref}/check-runs`
+/// lists them with `output.annotations_count`. `fail_write(n, applied)`
+/// makes the n-th write (0-based) answer 502, after applying it when
+/// `applied` (a response lost on the way back).
+#[derive(Clone, Default)]
+pub struct FakeChecks {
+    pub state: Arc<Mutex<ChecksState>>,
+}
+
+#[derive(Default)]
+pub struct ChecksState {
+    pub runs: Vec<CheckRun>,
+    /// Every write request: method, path, annotations it carried.
+    pub writes: Vec<(String, String, usize)>,
+    failures: Vec<(usize, bool)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CheckRun {
+    pub id: u64,
+    pub head_sha: String,
+    pub name: String,
+    pub external_id: Option<String>,
+    pub output: Value,
+    pub annotations: Vec<Value>,
+}
+
+impl CheckRun {
+    fn json(&self, base: &str) -> Value {
+        json!({
+            "id": self.id,
+            "node_id": format!("CR_kwDO{}", self.id),
+            "head_sha": self.head_sha,
+            "external_id": self.external_id,
+            "name": self.name,
+            "status": "completed",
+            "conclusion": "neutral",
+            "url": format!("{base}/check-runs/{}", self.id),
+            "output": {
+                "title": self.output["title"],
+                "summary": self.output["summary"],
+                "text": null,
+                "annotations_count": self.annotations.len(),
+                "annotations_url": format!("{base}/check-runs/{}/annotations", self.id),
+            },
+        })
+    }
+}
+
+impl FakeChecks {
+    pub fn fail_write(&self, n: usize, applied: bool) {
+        self.state.lock().unwrap().failures.push((n, applied));
+    }
+
+    pub fn runs(&self) -> Vec<CheckRun> {
+        self.state.lock().unwrap().runs.clone()
+    }
+
+    pub fn writes(&self) -> Vec<(String, String, usize)> {
+        self.state.lock().unwrap().writes.clone()
+    }
+}
+
+/// The annotations of a create or update body, or GitHub's 422 (its
+/// status and message).
+fn annotations_of(body: &Value) -> Result<Vec<Value>, (u16, &'static str)> {
+    let list = body["output"]["annotations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if list.len() > 50 {
+        return Err((422, "Only 50 annotations are allowed per request"));
+    }
+    for a in &list {
+        let ok = a["path"].is_string()
+            && a["start_line"].is_u64()
+            && a["end_line"].is_u64()
+            && matches!(
+                a["annotation_level"].as_str(),
+                Some("notice" | "warning" | "failure")
+            )
+            && a["message"].is_string();
+        if !ok {
+            return Err((422, "Invalid request.\n\nInvalid annotation"));
+        }
+    }
+    Ok(list)
+}
+
+impl Respond for FakeChecks {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut st = self.state.lock().unwrap();
+        let path = request.url.path().to_string();
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let method = request.method.as_str().to_string();
+        let base = format!(
+            "{}://{}/repos/{}/{}",
+            request.url.scheme(),
+            request.url.authority(),
+            parts.get(1).unwrap_or(&""),
+            parts.get(2).unwrap_or(&"")
+        );
+        match (method.as_str(), &parts[..]) {
+            ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
+                let name = request
+                    .url
+                    .query_pairs()
+                    .find(|(k, _)| k == "check_name")
+                    .map(|(_, v)| v.to_string());
+                let runs: Vec<Value> = st
+                    .runs
+                    .iter()
+                    .filter(|r| r.head_sha == *sha && name.as_ref().is_none_or(|n| *n == r.name))
+                    .map(|r| r.json(&base))
+                    .collect();
+                github_json(json!({"total_count": runs.len(), "check_runs": runs}))
+            }
+            ("POST" | "PATCH", ["repos", _, _, "check-runs", rest @ ..]) => {
+                let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                    return github_error(400, "Problems parsing JSON");
+                };
+                let n = st.writes.len();
+                let annotations = match annotations_of(&body) {
+                    Ok(a) => a,
+                    Err((status, message)) => return github_error(status, message),
+                };
+                st.writes
+                    .push((method.clone(), path.clone(), annotations.len()));
+                let failure = st.failures.iter().find(|(i, _)| *i == n).copied();
+                if failure.is_some_and(|(_, applied)| !applied) {
+                    return github_error(502, "Server Error");
+                }
+                let reply = match rest {
+                    [] => {
+                        if body["name"].as_str().is_none() || body["head_sha"].as_str().is_none() {
+                            return github_error(
+                                422,
+                                "Invalid request.\n\n\"name\", \"head_sha\" wasn't supplied.",
+                            );
+                        }
+                        let run = CheckRun {
+                            id: 7_000_000 + st.runs.len() as u64,
+                            head_sha: body["head_sha"].as_str().unwrap().to_string(),
+                            name: body["name"].as_str().unwrap().to_string(),
+                            external_id: body["external_id"].as_str().map(str::to_string),
+                            output: body["output"].clone(),
+                            annotations,
+                        };
+                        let json = run.json(&base);
+                        st.runs.push(run);
+                        ResponseTemplate::new(201).set_body_json(json)
+                    }
+                    [id] => {
+                        let Some(run) = st.runs.iter_mut().find(|r| r.id.to_string() == *id) else {
+                            return github_error(404, "Not Found");
+                        };
+                        run.annotations.extend(annotations);
+                        if body["output"].is_object() {
+                            run.output = body["output"].clone();
+                        }
+                        github_json(run.json(&base))
+                    }
+                    _ => github_error(404, "Not Found"),
+                };
+                if failure.is_some() {
+                    return github_error(502, "Server Error");
+                }
+                reply
+            }
+            _ => github_error(404, "Not Found"),
+        }
+    }
+}

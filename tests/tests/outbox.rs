@@ -8,14 +8,14 @@ use faultline_shared::{
     queue::Broker,
     storage::{self, events::NewEvent, runs::RunLimits},
 };
-use faultline_tests::{TestDb, oom_log, wait_terminal, wait_until};
+use faultline_tests::{TestDb, fakes::FakeChecks, oom_log, wait_terminal, wait_until};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 use wiremock::{
     Mock, MockServer, ResponseTemplate,
-    matchers::{header, method, path},
+    matchers::{header, method, path, path_regex},
 };
 
 const SECRET: &str = "notify-secret-for-tests";
@@ -57,6 +57,11 @@ async fn wait_outbox(db: &TestDb, run: Uuid, status: &str) -> Outbox {
 /// A GitHub Actions failure of `repository` (an OOM log, commit
 /// [`HEAD_SHA`]), stored as the webhook handler stores it; its run.
 async fn github_failure(db: &TestDb, repository: &str) -> Uuid {
+    github_failure_with(db, repository, &oom_log()).await
+}
+
+/// A GitHub Actions failure of `repository` with `log`; its run.
+async fn github_failure_with(db: &TestDb, repository: &str, log: &str) -> Uuid {
     let event = NewEvent {
         dedup_key: format!("github:delivery:{repository}"),
         source: "github".into(),
@@ -71,16 +76,10 @@ async fn github_failure(db: &TestDb, repository: &str) -> Uuid {
         priority: 10,
         shadowed: false,
     };
-    storage::ingest(
-        &db.pool,
-        &Broker::Postgres,
-        &event,
-        oom_log().as_bytes(),
-        limits,
-    )
-    .await
-    .unwrap()
-    .run_id
+    storage::ingest(&db.pool, &Broker::Postgres, &event, log.as_bytes(), limits)
+        .await
+        .unwrap()
+        .run_id
 }
 
 /// The failed commit of [`github_failure`].
@@ -164,13 +163,11 @@ async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() 
         .respond_with(ResponseTemplate::new(500).set_body_string("down"))
         .mount(&fake)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/repos/octo-org/octo-repo/check-runs"))
+    let checks = FakeChecks::default();
+    Mock::given(path_regex("^/repos/octo-org/octo-repo/"))
         .and(header("authorization", "Bearer ghs_test_token"))
         .and(header("accept", "application/vnd.github+json"))
-        .respond_with(
-            ResponseTemplate::new(201).set_body_json(json!({"id": 4, "name": "faultline"})),
-        )
+        .respond_with(checks.clone())
         .mount(&fake)
         .await;
     let url = format!("{}/hook", fake.uri());
@@ -197,20 +194,18 @@ async fn github_gets_a_check_run_once_while_a_broken_webhook_is_dead_lettered() 
     assert!(row.last_error.unwrap().contains("webhook answered 500"));
 
     let requests = fake.received_requests().await.unwrap();
-    let checks: Vec<_> = requests
+    let created: Vec<_> = requests
         .iter()
-        .filter(|r| r.url.path().ends_with("/check-runs"))
+        .filter(|r| r.method.as_str() == "POST" && r.url.path().ends_with("/check-runs"))
         .collect();
-    assert_eq!(checks.len(), 1, "never re-sent to a target that has it");
-    let body: Value = serde_json::from_slice(&checks[0].body).unwrap();
+    assert_eq!(created.len(), 1, "never re-sent to a target that has it");
+    let body: Value = serde_json::from_slice(&created[0].body).unwrap();
     assert_eq!(body["head_sha"], HEAD_SHA);
     assert_eq!(body["external_id"], row.id.to_string());
     assert_eq!(body["status"], "completed");
-    assert_eq!(
-        requests.len() - checks.len(),
-        2,
-        "the webhook was tried twice"
-    );
+    assert_eq!(checks.runs().len(), 1);
+    let hook = requests.iter().filter(|r| r.url.path() == "/hook").count();
+    assert_eq!(hook, 2, "the webhook was tried twice");
 }
 
 #[tokio::test]
@@ -261,4 +256,132 @@ async fn needs_review_runs_are_not_notified_unless_configured() {
     let row = wait_outbox(&db, run, "skipped").await;
     assert_eq!(row.attempts, 0);
     assert!(hook.received_requests().await.unwrap().is_empty());
+}
+
+/// A type-check step of `n` errors (tsc's format, written for this test),
+/// each in its own file and line, as GitHub Actions prints it.
+fn type_errors(n: usize) -> String {
+    let mut log = String::from("##[group]Run npm run typecheck\n> tsc -p .\n##[endgroup]\n");
+    for i in 0..n {
+        log.push_str(&format!(
+            "src/module{i}.ts({},5): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+            i + 3
+        ));
+    }
+    log.push_str(&format!(
+        "Found {n} errors.\n##[error]Process completed with exit code 2.\n"
+    ));
+    log
+}
+
+/// A worker whose notifier writes check runs to `checks` (served by a
+/// fresh fake GitHub), with fast retries.
+async fn checks_worker(db: &TestDb, checks: &FakeChecks) -> (MockServer, faultline_tests::Worker) {
+    let fake = MockServer::start().await;
+    Mock::given(path_regex("^/repos/octo-org/octo-repo/"))
+        .and(header("authorization", "Bearer ghs_test_token"))
+        .respond_with(checks.clone())
+        .mount(&fake)
+        .await;
+    let api = fake.uri();
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("GITHUB_TOKEN", "ghs_test_token"),
+        ("NOTIFY_ON_REVIEW", "true"),
+    ]);
+    env.push(("GITHUB_API_URL", &api));
+    let worker = db.worker("w1", &env);
+    (fake, worker)
+}
+
+#[tokio::test]
+async fn a_hundred_and_twenty_diagnostics_become_annotations_in_three_requests() {
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+    let run = github_failure_with(&db, "octo-org/octo-repo", &type_errors(120)).await;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(row.attempts, 1, "{row:?}");
+
+    let writes: Vec<(String, usize)> = checks
+        .writes()
+        .into_iter()
+        .map(|(m, _, n)| (m, n))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("POST".to_string(), 50),
+            ("PATCH".to_string(), 50),
+            ("PATCH".to_string(), 20)
+        ],
+        "GitHub takes 50 annotations per request"
+    );
+    let runs = checks.runs();
+    assert_eq!(runs.len(), 1);
+    let lines: Vec<(String, u64)> = runs[0]
+        .annotations
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap().to_string(),
+                a["start_line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = (0..120)
+        .map(|i| (format!("src/module{i}.ts"), i as u64 + 3))
+        .collect();
+    assert_eq!(lines, want, "every error once, in log order");
+    assert_eq!(runs[0].annotations[0]["annotation_level"], "failure");
+    assert_eq!(runs[0].annotations[0]["title"], "tsc TS2322");
+    assert!(
+        runs[0].output["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("CODE_ERROR"),
+        "{:?}",
+        runs[0].output
+    );
+}
+
+#[tokio::test]
+async fn annotations_are_sent_once_when_github_loses_an_answer() {
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    // GitHub takes the first PATCH, but its answer is lost (502): the next
+    // attempt finds the check run by its external id, sees 100 annotations
+    // and sends only the last 20.
+    checks.fail_write(1, true);
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+    let run = github_failure_with(&db, "octo-org/octo-repo", &type_errors(120)).await;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(row.attempts, 2, "{row:?}");
+
+    let runs = checks.runs();
+    assert_eq!(runs.len(), 1, "one check run, never a second");
+    assert_eq!(
+        runs[0].annotations.len(),
+        120,
+        "no annotation twice, none lost"
+    );
+    assert_eq!(
+        runs[0].external_id.as_deref(),
+        Some(row.id.to_string().as_str())
+    );
+    let writes: Vec<(String, usize)> = checks
+        .writes()
+        .into_iter()
+        .map(|(m, _, n)| (m, n))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("POST".to_string(), 50),
+            ("PATCH".to_string(), 50),
+            ("PATCH".to_string(), 20)
+        ]
+    );
 }

@@ -15,6 +15,8 @@ pub const MAX_TESTS: usize = 10;
 pub const MAX_PACKAGES: usize = 5;
 /// Longest text of one fact.
 pub const MAX_FACT_CHARS: usize = 300;
+/// Most located diagnostics listed ([`Facts::diagnostics`]).
+pub const MAX_DIAGNOSTICS: usize = 200;
 
 /// A failing test as its runner named it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -65,6 +67,11 @@ pub struct Facts {
     pub failing_tests: Vec<TestRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostic: Option<Diagnostic>,
+    /// Every compiler, type-checker or linter error that names a file and
+    /// a line, in log order (at most [`MAX_DIAGNOSTICS`]): what a check
+    /// run annotates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<PackageRef>,
     /// The failed step's command.
@@ -79,6 +86,7 @@ impl Facts {
     pub fn is_empty(&self) -> bool {
         self.failing_tests.is_empty()
             && self.diagnostic.is_none()
+            && self.diagnostics.is_empty()
             && self.packages.is_empty()
             && self.command.is_none()
             && self.exit_code.is_none()
@@ -175,11 +183,15 @@ pub(super) fn gather<'a>(
     for (kind, tool, log_line, caps) in hits {
         match kind {
             Kind::Assertion | Kind::TestFailed | Kind::TestSummary => facts.add_test(tool, caps),
-            Kind::Compile | Kind::Lint => facts.add_diagnostic(tool, log_line, caps),
+            Kind::Compile | Kind::Lint => {
+                facts.add_diagnostic(tool, log_line, caps);
+                facts.add_located(tool, log_line, caps);
+            }
             Kind::Dependency => facts.add_package(tool, caps),
             _ => {}
         }
     }
+    facts.complete_located();
     facts
 }
 
@@ -236,6 +248,63 @@ impl Facts {
                 d.column = number(caps.get("col"));
             }
             _ => {}
+        }
+    }
+
+    /// A diagnostic naming a file and a line joins the list (each log line
+    /// once, log order, bounded).
+    pub(super) fn add_located(&mut self, tool: &str, log_line: u64, caps: &Captures) {
+        let (Some(file), Some(line)) = (caps.get("file"), number(caps.get("line"))) else {
+            return;
+        };
+        let (file, column) = (text(file), number(caps.get("col")));
+        let (code, message) = (
+            caps.get("code").map(|c| text(c)),
+            caps.get("msg").map(|m| text(m)),
+        );
+        // The same place said twice (a tool's report and its summary, or a
+        // location line under its message) is one diagnostic.
+        if let Some(d) = self.diagnostics.iter_mut().find(|d| {
+            d.log_line == log_line
+                || (d.file.as_deref() == Some(file.as_str())
+                    && d.line == Some(line)
+                    && d.column == column)
+        }) {
+            d.code = d.code.take().or(code);
+            d.message = d.message.take().or(message);
+            return;
+        }
+        let at = self.diagnostics.partition_point(|d| d.log_line < log_line);
+        if at >= MAX_DIAGNOSTICS {
+            return;
+        }
+        self.diagnostics.insert(
+            at,
+            Diagnostic {
+                tool: tool.to_string(),
+                file: Some(file),
+                line: Some(line),
+                column,
+                code,
+                message,
+                log_line,
+            },
+        );
+        self.diagnostics.truncate(MAX_DIAGNOSTICS);
+    }
+
+    /// A bare location in the list (rustc and friends print it on the line
+    /// after the message) at the first diagnostic's place takes its code
+    /// and message.
+    pub(super) fn complete_located(&mut self) {
+        let Some(first) = &self.diagnostic else {
+            return;
+        };
+        for d in &mut self.diagnostics {
+            if d.file == first.file && d.line == first.line && d.tool == first.tool {
+                d.code = d.code.take().or_else(|| first.code.clone());
+                d.message = d.message.take().or_else(|| first.message.clone());
+            }
         }
     }
 

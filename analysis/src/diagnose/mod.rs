@@ -272,7 +272,33 @@ pub fn warm_up() {
 /// Diagnoses an excerpt (its lines, failed steps and tail).
 pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
     let (command, exit_code) = failed_step(excerpt);
-    diagnose_hits(excerpt_hits(excerpt), command, exit_code)
+    let mut diagnosis = diagnose_hits(excerpt_hits(excerpt), command, exit_code);
+    // Every located error of the log, not only the excerpt's.
+    let mut hits = Vec::new();
+    for l in &excerpt.reported {
+        let text = clean_line(&l.text);
+        if !warning_only(&text) {
+            collect(&mut hits, l.line_no, text.trim());
+        }
+    }
+    for h in &hits {
+        let r = &rules::RULES[h.rule];
+        if matches!(r.kind, Kind::Compile | Kind::Lint) {
+            diagnosis.facts.add_located(r.tool, h.line_no, &h.captures);
+        }
+    }
+    diagnosis.facts.complete_located();
+    diagnosis
+}
+
+/// A report line that is a warning and says nothing of an error.
+fn warning_only(text: &str) -> bool {
+    static WARNING: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?i)\bwarn(?:ing)?\b").expect("built-in pattern compiles"));
+    static ERROR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\b(?:error|fatal)\b").expect("built-in pattern compiles")
+    });
+    WARNING.is_match(text) && !ERROR.is_match(text)
 }
 
 /// The model's features of an excerpt (what `faultline-train` learns from):

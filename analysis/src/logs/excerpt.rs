@@ -69,6 +69,12 @@ pub struct Excerpt {
     /// beside the report that shows its effect.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aside: Vec<ExcerptLine>,
+    /// Every line a compiler's, type checker's or linter's recogniser reads
+    /// that names a source location, wherever it stands (at most
+    /// [`MAX_REPORTED`], log order, lines the baseline printed left out):
+    /// the diagnostics a check run annotates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reported: Vec<ExcerptLine>,
 }
 
 /// Most failed steps an [`Excerpt`] records.
@@ -77,6 +83,8 @@ pub const MAX_FAILED_STEPS: usize = 4;
 pub const TAIL_LINES: usize = 16;
 /// Most lines of other blocks an [`Excerpt`] records aside.
 pub const MAX_ASIDE: usize = 24;
+/// Most located report lines an [`Excerpt`] records.
+pub const MAX_REPORTED: usize = 200;
 
 /// A CI step that failed, from its footer (`The command "make test" exited
 /// with 2.`, `##[error]Process completed with exit code 1.`, `script

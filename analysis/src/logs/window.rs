@@ -6,7 +6,8 @@ use std::collections::VecDeque;
 
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
 use super::excerpt::{
-    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS, TAIL_LINES,
+    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS, MAX_REPORTED,
+    TAIL_LINES,
 };
 use super::score::{
     ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
@@ -217,19 +218,35 @@ pub(super) struct State<'o> {
     failed_steps: Vec<FailedStep>,
     /// Lines the recognisers may still read ([`RECOGNISE_BUDGET`]).
     recognise_budget: usize,
-    /// Located lines without failure words the recognisers may still read
-    /// ([`ANCHOR_BUDGET`]).
+    /// Located lines the recognisers may still read ([`ANCHOR_BUDGET`]).
     anchor_budget: usize,
+    /// Compiler and linter report lines with a source location, in log
+    /// order (at most [`MAX_REPORTED`]).
+    reported: Vec<ExcerptLine>,
 }
 
-/// Located lines without failure words read by the recognisers per log.
+/// Located lines read by the recognisers per log.
 const ANCHOR_BUDGET: usize = 20_000;
+/// Longest text kept of a reported line.
+const MAX_REPORTED_CHARS: usize = 500;
 
 /// Whether a line carries a source location (`a.js:3:9`, `line 3, col 9`,
-/// `a.rb:12:`): the shape of most tools' report lines.
+/// `a.rb:12:`, `a.ts(3,9)`): the shape of most tools' report lines.
 fn located(clean: &str) -> bool {
     let b = clean.as_bytes();
-    b.windows(2).any(|w| w[0] == b':' && w[1].is_ascii_digit()) || clean.contains(", col ")
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    (0..b.len()).any(|i| match b[i] {
+        b':' => digit(i + 1),
+        // `(3,9)` and `(3)`, not `(1 of 3)`.
+        b'(' => {
+            digit(i + 1)
+                && b[i + 1..]
+                    .iter()
+                    .find(|c| !c.is_ascii_digit())
+                    .is_some_and(|c| matches!(c, b',' | b')'))
+        }
+        _ => false,
+    }) || clean.contains(", col ")
 }
 
 /// Longest command text kept for a failed step.
@@ -277,6 +294,7 @@ impl<'o> State<'o> {
             failed_steps: Vec::new(),
             recognise_budget: RECOGNISE_BUDGET,
             anchor_budget: ANCHOR_BUDGET,
+            reported: Vec::new(),
         }
     }
 
@@ -294,18 +312,26 @@ impl<'o> State<'o> {
         if known {
             info.score = 0.0;
         } else if info.score >= 0.0
-            && info.score < ANCHOR
             && !info.blank
             && !info.wrapper
             && self.anchor_budget > 0
             && located(&clean)
         {
             // A line a recogniser reads as a compiler's or linter's own
-            // report anchors a block even without failure words; bounded
+            // report anchors a block even without failure words, and is
+            // kept for the list of every diagnostic (annotations); bounded
             // per log, located lines only.
             self.anchor_budget -= 1;
-            if crate::diagnose::code_report_strength(&clean) >= 0.9 {
-                info.score = ANCHOR;
+            let strength = crate::diagnose::code_report_strength(&clean);
+            if strength >= 0.9 {
+                info.score = info.score.max(ANCHOR);
+            }
+            if strength > 0.0 && self.reported.len() < MAX_REPORTED {
+                self.reported.push(ExcerptLine {
+                    line_no: self.total_lines,
+                    text: crate::text::truncate_chars(raw, MAX_REPORTED_CHARS).to_string(),
+                    score: info.score,
+                });
             }
         }
         if info.blank {
@@ -606,6 +632,7 @@ impl<'o> State<'o> {
             failed_steps: self.failed_steps,
             tail,
             aside,
+            reported: self.reported,
         }
     }
 }

@@ -34,6 +34,9 @@ pub fn facts_of(journal: &[StepRecord]) -> Facts {
         if merged.diagnostic.is_none() {
             merged.diagnostic = f.diagnostic;
         }
+        if merged.diagnostics.is_empty() {
+            merged.diagnostics = f.diagnostics;
+        }
         if merged.packages.is_empty() {
             merged.packages = f.packages;
         }

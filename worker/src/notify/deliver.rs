@@ -73,9 +73,22 @@ pub async fn webhook(
     check(resp, "webhook").await
 }
 
+/// Most annotations GitHub takes in one request: more are added by
+/// updating the check run, 50 at a time.
+pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+
 /// Creates a completed check run named `faultline` on the failed commit
 /// (`POST /repos/{owner}/{repo}/check-runs`; needs a GitHub App token with
-/// `checks: write`). `external_id` carries the delivery id.
+/// `checks: write`). `external_id` carries the delivery id. Each error with
+/// a file and a line (compiler and linter diagnostics, failing tests)
+/// becomes an annotation: the first 50 with the check run, the rest by
+/// `PATCH` 50 at a time (GitHub's limit, and it appends them).
+///
+/// Exactly once across retries and crashes: a check run of this delivery
+/// that GitHub already has (found by its `external_id` on the commit) is
+/// not created again, and its `annotations_count` says which annotations
+/// it has, so an attempt that died between two requests resumes after the
+/// last one GitHub took.
 pub async fn github_check_run(
     http: &reqwest::Client,
     api: &str,
@@ -104,35 +117,188 @@ pub async fn github_check_run(
     if run.status == RunStatus::NeedsReview {
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }
-    let body = json!({
-        "name": "faultline",
-        "head_sha": head_sha,
-        "status": "completed",
-        "conclusion": "neutral",
-        "external_id": delivery.to_string(),
-        "output": {
-            "title": format!("{category} (confidence {confidence:.2})"),
-            "summary": summary,
-        },
-    });
-    let url = check_runs_url(api, repository)?;
-    let resp = http
-        .post(url)
-        .bearer_auth(token.expose_secret())
-        .header("accept", "application/vnd.github+json")
-        .header("x-github-api-version", "2022-11-28")
-        .header("user-agent", "faultline-notify")
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| format!("github: {e}"))?;
-    check(resp, "github").await
+    let all = annotations(&specifics);
+    let title = format!("{category} (confidence {confidence:.2})");
+    let output =
+        |batch: &[Value]| json!({ "title": title, "summary": summary, "annotations": batch });
+    let gh = GitHub { http, token };
+    let (id, mut sent) = match gh.existing(api, repository, head_sha, delivery).await? {
+        Some(found) => found,
+        None => {
+            let first = &all[..all.len().min(ANNOTATIONS_PER_REQUEST)];
+            let body = json!({
+                "name": "faultline",
+                "head_sha": head_sha,
+                "status": "completed",
+                "conclusion": "neutral",
+                "external_id": delivery.to_string(),
+                "output": output(first),
+            });
+            let url = github_url(api, repository, &["check-runs"])?;
+            let created = gh.send(gh.http.post(url).json(&body)).await?;
+            let id = created["id"]
+                .as_u64()
+                .ok_or_else(|| "github: the created check run has no id".to_string())?;
+            (id, first.len())
+        }
+    };
+    let url = github_url(api, repository, &["check-runs", &id.to_string()])?;
+    while sent < all.len() {
+        let batch = &all[sent..all.len().min(sent + ANNOTATIONS_PER_REQUEST)];
+        gh.send(
+            gh.http
+                .patch(url.clone())
+                .json(&json!({ "output": output(batch) })),
+        )
+        .await?;
+        sent += batch.len();
+    }
+    Ok(())
 }
 
-/// `{api}/repos/{owner}/{name}/check-runs`, each segment percent-encoded:
+/// Authenticated GitHub REST requests of the notifier.
+struct GitHub<'a> {
+    http: &'a reqwest::Client,
+    token: &'a SecretString,
+}
+
+impl GitHub<'_> {
+    /// Sends `req` with the token and GitHub's headers; the JSON answer.
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Value, String> {
+        let resp = req
+            .bearer_auth(self.token.expose_secret())
+            .header("accept", "application/vnd.github+json")
+            .header("x-github-api-version", "2022-11-28")
+            .header("user-agent", "faultline-notify")
+            .send()
+            .await
+            .map_err(|e| format!("github: {e}"))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = resp.text().await.unwrap_or_default();
+            let text: String = text.chars().take(200).collect();
+            return Err(format!("github answered {status}: {text}"));
+        }
+        let bytes = resp.bytes().await.map_err(|e| format!("github: {e}"))?;
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    /// The check run of `delivery` on the commit, if GitHub has it: its id
+    /// and how many annotations it holds
+    /// (`GET /repos/{owner}/{repo}/commits/{ref}/check-runs`).
+    async fn existing(
+        &self,
+        api: &str,
+        repository: &str,
+        head_sha: &str,
+        delivery: Uuid,
+    ) -> Result<Option<(u64, usize)>, String> {
+        let mut url = github_url(api, repository, &["commits", head_sha, "check-runs"])?;
+        url.query_pairs_mut()
+            .append_pair("check_name", "faultline")
+            .append_pair("filter", "all")
+            .append_pair("per_page", "100");
+        let listed = self.send(self.http.get(url)).await?;
+        let external = delivery.to_string();
+        let found = listed["check_runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["external_id"].as_str() == Some(external.as_str()));
+        Ok(found.and_then(|c| {
+            let id = c["id"].as_u64()?;
+            let count = c["output"]["annotations_count"].as_u64().unwrap_or(0);
+            Some((id, count as usize))
+        }))
+    }
+}
+
+/// The check run's annotations: every diagnostic and failing test with a
+/// file (relative to the repository) and a line.
+pub fn annotations(specifics: &Specifics) -> Vec<Value> {
+    let mut out = Vec::new();
+    let located = |file: &Option<String>, line: Option<u32>| {
+        let path = repository_path(file.as_deref()?)?;
+        Some((path, line.filter(|l| *l > 0)?))
+    };
+    // The first diagnostic is in the list too when it has a location.
+    let first = specifics.diagnostic.iter().filter(|d| {
+        !specifics
+            .diagnostics
+            .iter()
+            .any(|o| o.file == d.file && o.line == d.line)
+    });
+    for d in first.chain(&specifics.diagnostics) {
+        let Some((path, line)) = located(&d.file, d.line) else {
+            continue;
+        };
+        let title = match &d.code {
+            Some(code) => format!("{} {code}", d.tool),
+            None => d.tool.clone(),
+        };
+        let mut a = json!({
+            "path": path,
+            "start_line": line,
+            "end_line": line,
+            "annotation_level": "failure",
+            "title": faultline_shared::text::truncate_chars(&title, 255),
+            "message": faultline_shared::text::truncate_chars(d.message.as_deref().unwrap_or(&title), 64 * 1024),
+        });
+        if let Some(col) = d.column.filter(|c| *c > 0) {
+            a["start_column"] = json!(col);
+            a["end_column"] = json!(col);
+        }
+        out.push(a);
+    }
+    for t in &specifics.failing_tests {
+        let Some((path, line)) = located(&t.file, t.line) else {
+            continue;
+        };
+        let runner = t
+            .runner
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        out.push(json!({
+            "path": path,
+            "start_line": line,
+            "end_line": line,
+            "annotation_level": "failure",
+            "title": faultline_shared::text::truncate_chars(&format!("test {} failed", t.name), 255),
+            "message": format!("{} failed{runner}", t.name),
+        }));
+    }
+    out
+}
+
+/// A file as the log names it, as a path in the repository: CI
+/// workspaces' absolute prefixes (GitHub-hosted and container runners,
+/// Travis, GitLab, Jenkins) and `./` are cut; `None` for a path outside
+/// the checkout or one that climbs out of it.
+fn repository_path(file: &str) -> Option<String> {
+    static WORKSPACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^(?:/home/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
+        )
+        .expect("valid regex")
+    });
+    let file = file.trim().replace('\\', "/");
+    let file = WORKSPACE.replace(&file, "");
+    let mut file = file.as_ref();
+    while let Some(rest) = file.strip_prefix("./") {
+        file = rest;
+    }
+    let bad = file.is_empty()
+        || file.starts_with('/')
+        || file.contains(':')
+        || file.split('/').any(|s| s == ".." || s.is_empty());
+    (!bad).then(|| file.to_string())
+}
+
+/// `{api}/repos/{owner}/{name}/{tail…}`, each segment percent-encoded:
 /// a stored repository name that is not exactly `owner/name` (issue 14:
 /// `octo/repo/../../../user/repos`) reaches no other API path.
-fn check_runs_url(api: &str, repository: &str) -> Result<reqwest::Url, String> {
+fn github_url(api: &str, repository: &str, tail: &[&str]) -> Result<reqwest::Url, String> {
     let (owner, name) = crate::sources::github::full_name(repository).ok_or_else(|| {
         format!("github: repository {repository:?} is not owner/name, so no check run is created")
     })?;
@@ -141,7 +307,8 @@ fn check_runs_url(api: &str, repository: &str) -> Result<reqwest::Url, String> {
     url.path_segments_mut()
         .map_err(|()| format!("github: GITHUB_API_URL {api:?} is not an http(s) URL"))?
         .pop_if_empty()
-        .extend(["repos", &owner, &name, "check-runs"]);
+        .extend(["repos", &owner, &name])
+        .extend(tail);
     Ok(url)
 }
 
@@ -162,9 +329,13 @@ mod tests {
     #[test]
     fn check_runs_stay_under_the_repository() {
         assert_eq!(
-            check_runs_url("https://ghe.example.com/api/v3/", "octo-org/ledger-api")
-                .unwrap()
-                .as_str(),
+            github_url(
+                "https://ghe.example.com/api/v3/",
+                "octo-org/ledger-api",
+                &["check-runs"]
+            )
+            .unwrap()
+            .as_str(),
             "https://ghe.example.com/api/v3/repos/octo-org/ledger-api/check-runs"
         );
         for bad in [
@@ -174,7 +345,7 @@ mod tests {
             "octo/repo?x=1",
             "octo",
         ] {
-            let err = check_runs_url("https://api.github.com", bad).unwrap_err();
+            let err = github_url("https://api.github.com", bad, &["check-runs"]).unwrap_err();
             assert!(err.contains("is not owner/name"), "{bad}: {err}");
         }
     }
@@ -187,5 +358,93 @@ mod tests {
             signature(b"Hello, World!", &secret),
             "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
         );
+    }
+}
+
+#[cfg(test)]
+mod annotation_tests {
+    use super::*;
+    use faultline_shared::specifics::{FailingTest, FirstDiagnostic};
+
+    #[test]
+    fn workspace_prefixes_are_cut_and_paths_outside_the_checkout_dropped() {
+        for (given, want) in [
+            ("src/app.ts", Some("src/app.ts")),
+            ("./src/app.ts", Some("src/app.ts")),
+            (
+                "/home/runner/work/ledger/ledger/src/app.ts",
+                Some("src/app.ts"),
+            ),
+            ("/__w/ledger/ledger/lib/a.rb", Some("lib/a.rb")),
+            ("D:\\a\\ledger\\ledger\\src\\Main.cs", Some("src/Main.cs")),
+            ("/home/travis/build/octo/ledger/pkg/a.go", Some("pkg/a.go")),
+            (
+                "/var/lib/jenkins/workspace/ledger-main/src/A.java",
+                Some("src/A.java"),
+            ),
+            ("/usr/include/stdio.h", None),
+            ("../outside.c", None),
+            ("src/../../etc/passwd", None),
+            ("", None),
+        ] {
+            assert_eq!(repository_path(given).as_deref(), want, "{given}");
+        }
+    }
+
+    #[test]
+    fn diagnostics_and_failing_tests_with_a_location_become_annotations() {
+        let d = |file: &str, line: u32, log_line: u64| FirstDiagnostic {
+            tool: "tsc".into(),
+            file: Some(file.into()),
+            line: Some(line),
+            column: Some(5),
+            code: Some("TS2322".into()),
+            message: Some("Type 'string' is not assignable to type 'number'.".into()),
+            log_line: Some(log_line),
+        };
+        let specifics = Specifics {
+            diagnostic: Some(d("src/a.ts", 3, 10)),
+            diagnostics: vec![
+                d("src/a.ts", 3, 10),
+                d("/usr/lib/x.d.ts", 1, 11),
+                d("src/b.ts", 9, 12),
+            ],
+            failing_tests: vec![
+                FailingTest {
+                    name: "totals".into(),
+                    file: Some("test/cart.test.ts".into()),
+                    line: Some(12),
+                    runner: Some("jest".into()),
+                    ..FailingTest::default()
+                },
+                FailingTest {
+                    name: "no location".into(),
+                    ..FailingTest::default()
+                },
+            ],
+            ..Specifics::default()
+        };
+        let a = annotations(&specifics);
+        let at: Vec<(String, u64)> = a
+            .iter()
+            .map(|a| {
+                (
+                    a["path"].as_str().unwrap().to_string(),
+                    a["start_line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            at,
+            [
+                ("src/a.ts".into(), 3),
+                ("src/b.ts".into(), 9),
+                ("test/cart.test.ts".into(), 12)
+            ]
+        );
+        assert_eq!(a[0]["annotation_level"], "failure");
+        assert_eq!(a[0]["title"], "tsc TS2322");
+        assert_eq!(a[0]["start_column"], 5);
+        assert_eq!(a[2]["title"], "test totals failed");
     }
 }
