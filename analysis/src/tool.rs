@@ -470,6 +470,10 @@ impl SimilarMatch {
 pub struct FailureHistory {
     pub job: Option<String>,
     pub test: Option<String>,
+    /// The commit of the failure being analysed (what "this commit" means
+    /// when the history is read for its origin).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     pub history: History,
 }
 

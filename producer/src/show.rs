@@ -71,6 +71,20 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
             result["root_cause"].as_str().unwrap_or("")
         )?;
         outln!("  fix:        {}", result["fix"].as_str().unwrap_or(""))?;
+        if let Some(origin) = result["origin"].as_str() {
+            let why: Vec<&str> = result["origin_evidence"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .collect();
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join("; "))
+            };
+            outln!("  origin:     {origin}{why}")?;
+        }
         for (label, text) in specifics_of(result).lines() {
             outln!("  {:<12}{text}", format!("{label}:"))?;
         }

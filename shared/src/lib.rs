@@ -31,4 +31,4 @@ pub use faultline_analysis::{diagnose, hex, kb, logs, text, tool};
 
 pub use config::Settings;
 pub use specifics::Specifics;
-pub use types::{Category, Evidence, FinalAnswer, RunStatus, StepRecord, StepTask};
+pub use types::{Category, Evidence, FinalAnswer, Origin, RunStatus, StepRecord, StepTask};

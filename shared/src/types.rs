@@ -128,6 +128,53 @@ pub struct FinalAnswer {
     /// packages, the failed step (read from the log, never from a model).
     #[serde(default, skip_serializing_if = "Specifics::is_empty")]
     pub specifics: Specifics,
+    /// Whether the change under test broke it (issue 32): decided from the
+    /// category and the job's history as journaled, never by a model.
+    #[serde(default)]
+    pub origin: Origin,
+    /// What decided `origin`, one sentence per fact.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origin_evidence: Vec<String>,
+}
+
+/// Where a failure comes from, as the developer whose build failed asks it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// New with this change: the job passed before it.
+    ThisChange,
+    /// The job was failing the same way before this change.
+    AlreadyFailing,
+    /// The job both passed and failed on one commit.
+    Flaky,
+    /// The machine or the network, not the code.
+    Infrastructure,
+    /// The history does not say.
+    #[default]
+    Unknown,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::ThisChange => "this_change",
+            Origin::AlreadyFailing => "already_failing",
+            Origin::Flaky => "flaky",
+            Origin::Infrastructure => "infrastructure",
+            Origin::Unknown => "unknown",
+        }
+    }
+
+    /// For people: `this change`, `already failing`, …
+    pub fn label(self) -> &'static str {
+        match self {
+            Origin::ThisChange => "this change",
+            Origin::AlreadyFailing => "already failing",
+            Origin::Flaky => "flaky",
+            Origin::Infrastructure => "infrastructure",
+            Origin::Unknown => "origin unknown",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -152,8 +199,13 @@ mod tests {
             "evidence": [], "confidence": 0.5, "confidence_parts": {}, "kb_refs": []});
         let answer: FinalAnswer = serde_json::from_value(old.clone()).unwrap();
         assert!(answer.specifics.is_empty());
-        // Nothing specific: the stored shape does not change either.
-        assert_eq!(serde_json::to_value(&answer).unwrap(), old);
+        assert_eq!(answer.origin, Origin::Unknown);
+        assert!(answer.origin_evidence.is_empty());
+        // Nothing specific: the stored shape gains only the origin, which
+        // every answer states.
+        let mut want = old;
+        want["origin"] = "unknown".into();
+        assert_eq!(serde_json::to_value(&answer).unwrap(), want);
     }
 
     #[test]

@@ -136,6 +136,20 @@ async fn a_reviewer_signs_in_sees_the_item_and_its_cited_evidence_highlighted() 
         .unwrap();
     assert!(n >= 1);
     assert!(b.text("#root-cause").await.len() > 3);
+    // The origin verdict, with what decided it.
+    let origin = b.text("#origin").await;
+    assert!(
+        [
+            "this change",
+            "already failing",
+            "flaky",
+            "infrastructure",
+            "unknown"
+        ]
+        .iter()
+        .any(|o| origin.starts_with(o)),
+        "{origin}"
+    );
     assert!(b.find_all("#trace ol.steps > li").await.len() >= 2);
     b.screenshot("item").await;
 }

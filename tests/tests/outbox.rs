@@ -340,7 +340,7 @@ async fn a_hundred_and_twenty_diagnostics_become_annotations_in_three_requests()
         runs[0].output["title"]
             .as_str()
             .unwrap()
-            .starts_with("CODE_ERROR"),
+            .contains("CODE_ERROR"),
         "{:?}",
         runs[0].output
     );
@@ -383,5 +383,147 @@ async fn annotations_are_sent_once_when_github_loses_an_answer() {
             ("PATCH".to_string(), 50),
             ("PATCH".to_string(), 20)
         ]
+    );
+}
+
+/// A failure of job `CI / build` of octo-org/octo-repo on `commit` (build
+/// `build`), analysed to the end; its run's result.
+async fn build_fails(db: &TestDb, commit: &str, build: &str) -> Value {
+    let event = NewEvent {
+        dedup_key: format!("github:delivery:origin-{build}"),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        build_number: Some(build.into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        ..NewEvent::default()
+    };
+    let limits = RunLimits {
+        max_iterations: 8,
+        max_attempts: 5,
+        priority: 10,
+        shadowed: false,
+    };
+    let run = storage::ingest(
+        &db.pool,
+        &Broker::Postgres,
+        &event,
+        type_errors(3).as_bytes(),
+        limits,
+    )
+    .await
+    .unwrap()
+    .run_id;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let (result,): (Option<Value>,) =
+        sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    result.expect("a finished run has a result")
+}
+
+async fn build_passes(db: &TestDb, commit: &str, build: &str) {
+    let outcome = storage::history::NewOutcome {
+        dedup_key: format!("github:delivery:origin-pass-{build}"),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        build_number: Some(build.into()),
+        outcome: "success".into(),
+        ..storage::history::NewOutcome::default()
+    };
+    assert!(
+        storage::history::record_outcome(&db.pool, &outcome)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn the_origin_of_each_failure_is_decided_from_the_jobs_history_and_named_on_the_check_run() {
+    const A: &str = "aaaaaaa111111111111111111111111111111111";
+    const B: &str = "bbbbbbb222222222222222222222222222222222";
+    const C: &str = "ccccccc333333333333333333333333333333333";
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+
+    // Green on A, then red on B: this change.
+    build_passes(&db, A, "1").await;
+    let first = build_fails(&db, B, "2").await;
+    assert_eq!(first["origin"], "this_change", "{first:#}");
+    let why = first["origin_evidence"][0].as_str().unwrap();
+    assert!(why.contains("passed on aaaaaaa"), "{why}");
+
+    // Red again on C without a pass in between: already failing since B.
+    let second = build_fails(&db, C, "3").await;
+    assert_eq!(second["origin"], "already_failing", "{second:#}");
+    let why = second["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.contains("build 2, commit bbbbbbb") && why.contains("last passed on aaaaaaa"),
+        "{why}"
+    );
+
+    // A re-run of C passes, another fails: flaky on C.
+    build_passes(&db, C, "4").await;
+    let third = build_fails(&db, C, "5").await;
+    assert_eq!(third["origin"], "flaky", "{third:#}");
+    assert!(
+        third["origin_evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("this commit (ccccccc)")
+    );
+
+    // The check runs say it first, in their titles and summaries.
+    let titles = wait_until(Duration::from_secs(30), || async {
+        let runs = checks.runs();
+        (runs.len() == 3).then(|| {
+            runs.iter()
+                .map(|r| {
+                    (
+                        r.head_sha.clone(),
+                        r.output["title"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+    })
+    .await;
+    let by = |sha: &str, n: usize| {
+        titles
+            .iter()
+            .filter(|(s, _)| s == sha)
+            .nth(n)
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert!(
+        by(B, 0).starts_with("this change: CODE_ERROR"),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|(s, t)| s == C && t.starts_with("already failing: ")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|(s, t)| s == C && t.starts_with("flaky: ")),
+        "{titles:?}"
+    );
+    let summary = checks.runs()[0].output["summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        summary.starts_with("**Origin:** this change — "),
+        "{summary}"
     );
 }

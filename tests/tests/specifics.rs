@@ -251,6 +251,8 @@ async fn answers_name_the_failing_test_file_line_package_and_command_as_structur
         human.contains("  step:       `make test` exited with 2"),
         "{human}"
     );
+    // Every answer states its origin and why (no pass on record here).
+    assert!(human.contains("  origin:     unknown ("), "{human}");
     let trace = db.cli_ok(&["trace", &go], &[]);
     assert!(
         trace.contains("test: `TestParseDuration` at duration_test.go:27"),

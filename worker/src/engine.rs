@@ -45,6 +45,7 @@ use crate::{
     agent::{
         AgentState, Decision, Draft, HeuristicReasoner, Reasoned, Reasoner,
         judge::{Judge, Judged},
+        origin,
         rollout::{Assigned, Rollout},
         specifics,
         verify::{self, Route},
@@ -508,6 +509,8 @@ impl Engine {
             may_self_correct,
             judged.as_ref().and_then(|j| j.score),
         );
+        let (origin, origin_evidence) =
+            origin::decide(draft.category, origin::history_of(journal).as_ref());
         let answer = FinalAnswer {
             category: draft.category,
             root_cause: draft.root_cause.clone(),
@@ -518,6 +521,8 @@ impl Engine {
             kb_refs: draft.kb_refs.clone(),
             // From the log's diagnosis, whichever reasoner drafted.
             specifics: specifics::of(journal),
+            origin,
+            origin_evidence,
         };
         let mut answer_json =
             serde_json::to_value(&answer).map_err(|e| Failure::permanent(e.to_string()))?;

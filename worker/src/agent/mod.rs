@@ -6,6 +6,7 @@ mod heuristic;
 pub mod injection;
 pub mod judge;
 pub mod llm;
+pub mod origin;
 pub mod rollout;
 pub mod routing;
 pub mod specifics;

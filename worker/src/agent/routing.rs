@@ -77,6 +77,8 @@ pub const TABLE: [Route; 6] = [
         steps: &[
             always(SearchKnowledge),
             always(SimilarFailures),
+            // Whether this change broke it (the origin verdict).
+            always(FailureHistory),
             if_weak(GithubFile),
             if_weak(GithubBlame),
             if_weak(GithubCommits),
@@ -100,6 +102,8 @@ pub const TABLE: [Route; 6] = [
         steps: &[
             always(SearchKnowledge),
             always(SimilarFailures),
+            // Whether this change broke it (the origin verdict).
+            always(FailureHistory),
             if_weak(GithubCommits),
             if_weak(GithubFile),
         ],
@@ -111,6 +115,8 @@ pub const TABLE: [Route; 6] = [
         steps: &[
             always(SearchKnowledge),
             always(SimilarFailures),
+            // Whether this change broke it (the origin verdict).
+            always(FailureHistory),
             if_weak(GithubCommits),
         ],
         never: &[GithubBlame, GithubSearch],
@@ -253,7 +259,7 @@ mod tests {
     #[test]
     fn code_errors_fetch_code_only_when_retrieval_is_weak() {
         let r = route(Category::CodeError);
-        let done = [SEARCH_KNOWLEDGE, SIMILAR_FAILURES];
+        let done = [SEARCH_KNOWLEDGE, SIMILAR_FAILURES, FAILURE_HISTORY];
         assert_eq!(r.pending(&ALL, &done, 0.9).next(), None, "strong: answer");
         assert_eq!(r.pending(&ALL, &done, 0.3).next(), Some(GithubFile));
         // Cheap look-ups come before code either way.
@@ -263,8 +269,13 @@ mod tests {
     #[test]
     fn tools_that_are_not_configured_are_skipped() {
         let r = route(Category::CodeError);
-        let without_github = [LOG_EXCERPT, SEARCH_KNOWLEDGE, SIMILAR_FAILURES];
-        let done = [SEARCH_KNOWLEDGE, SIMILAR_FAILURES];
+        let without_github = [
+            LOG_EXCERPT,
+            SEARCH_KNOWLEDGE,
+            SIMILAR_FAILURES,
+            FAILURE_HISTORY,
+        ];
+        let done = [SEARCH_KNOWLEDGE, SIMILAR_FAILURES, FAILURE_HISTORY];
         assert_eq!(r.pending(&without_github, &done, 0.0).next(), None);
         let only_commits = [GITHUB_COMMITS];
         assert_eq!(

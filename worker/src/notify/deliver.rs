@@ -9,7 +9,7 @@ use sha2::Sha256;
 use uuid::Uuid;
 
 use faultline_shared::{
-    RunStatus, Specifics,
+    Origin, RunStatus, Specifics,
     config::{ExposeSecret, SecretString},
     hex,
 };
@@ -38,6 +38,10 @@ pub fn payload(delivery: Uuid, kind: &str, run: &RunRow, event: Option<&EventRow
         "confidence": run.confidence,
         "root_cause": result["root_cause"],
         "fix": result["fix"],
+        // Did this change break it (`this_change`, `already_failing`,
+        // `flaky`, `infrastructure`, `unknown`), and why.
+        "origin": result.get("origin").cloned().unwrap_or_else(|| json!("unknown")),
+        "origin_evidence": result.get("origin_evidence").cloned().unwrap_or_else(|| json!([])),
         "evidence": result["evidence"],
         // What the log names: failing tests, first diagnostic, unresolved
         // packages, failed step (`{}` when it names nothing).
@@ -101,11 +105,22 @@ pub async fn github_check_run(
     let result = run.result.clone().unwrap_or(Value::Null);
     let category = run.category.map_or("UNKNOWN", |c| c.as_str());
     let confidence = run.confidence.unwrap_or(0.0);
-    let mut summary = format!(
-        "**Root cause:** {}\n\n**Fix:** {}\n",
+    let origin: Origin = serde_json::from_value(result["origin"].clone()).unwrap_or_default();
+    let mut summary = format!("**Origin:** {}", origin.label());
+    let why: Vec<&str> = result["origin_evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !why.is_empty() {
+        summary.push_str(&format!(" — {}", why.join("; ")));
+    }
+    summary.push_str(&format!(
+        "\n\n**Root cause:** {}\n\n**Fix:** {}\n",
         result["root_cause"].as_str().unwrap_or("-"),
         result["fix"].as_str().unwrap_or("-")
-    );
+    ));
     let specifics: Specifics =
         serde_json::from_value(result["specifics"].clone()).unwrap_or_default();
     if !specifics.is_empty() {
@@ -118,7 +133,10 @@ pub async fn github_check_run(
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }
     let all = annotations(&specifics);
-    let title = format!("{category} (confidence {confidence:.2})");
+    let title = format!(
+        "{}: {category} (confidence {confidence:.2})",
+        origin.label()
+    );
     let output =
         |batch: &[Value]| json!({ "title": title, "summary": summary, "annotations": batch });
     let gh = GitHub { http, token };

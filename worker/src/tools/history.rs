@@ -51,11 +51,12 @@ impl Tool for FailureHistory {
     ) -> BoxFuture<'a, Result<tool::FailureHistory, ToolError>> {
         Box::pin(async move {
             let (mut job, mut test) = (args.job, args.test);
+            let event = events::get(&ctx.pool, ctx.event_id).await?;
             if job.is_none() && test.is_none() {
-                let event = events::get(&ctx.pool, ctx.event_id).await?;
                 job = event.as_ref().and_then(|e| e.job_name.clone());
-                test = event.and_then(|e| e.test_name);
+                test = event.as_ref().and_then(|e| e.test_name.clone());
             }
+            let commit = event.and_then(|e| e.commit_sha);
             let h = history::history(&ctx.pool, job.as_deref(), test.as_deref(), RECENT)
                 .await
                 .map_err(|e| match e {
@@ -68,6 +69,7 @@ impl Tool for FailureHistory {
             Ok(tool::FailureHistory {
                 job,
                 test,
+                commit,
                 history: observed(h),
             })
         })

@@ -420,6 +420,12 @@ pub fn item(viewer: &Viewer, v: &ItemView<'_>, notice: Option<&Notice>) -> Marku
                     } @else {
                         dl {
                             dt { "Category" } dd { (category_badge(Some(&field("category")))) " at " (confidence(item.confidence)) }
+                            @if let Some(origin) = result.and_then(|r| r["origin"].as_str()) {
+                                dt { "Origin" } dd #origin {
+                                    (origin.replace('_', " "))
+                                    @for why in result.and_then(|r| r["origin_evidence"].as_array()).into_iter().flatten().filter_map(|w| w.as_str()) { br; small.muted { (why) } }
+                                }
+                            }
                             dt { "Root cause" } dd #root-cause { (field("root_cause")) }
                             dt { "Fix" } dd { (field("fix")) }
                         }

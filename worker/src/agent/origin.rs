@@ -1,0 +1,268 @@
+//! The origin verdict (issue 32): did this change break the build, was it
+//! already failing, is it flaky, or is it the machine? Decided from the
+//! answer's category and the job's history as the run journaled it
+//! (`failure_history`, which names the failure's commit), so a resumed run
+//! decides the same and no model can steer it.
+
+use faultline_shared::{
+    Category, Origin, StepRecord,
+    tool::{FailureHistory, Observed},
+};
+
+use crate::tools::ToolName;
+
+/// Commits on which the job both passed and failed from which the job is
+/// called flaky even when this commit is not one of them.
+const FLIPS: usize = 2;
+
+/// The short form of a commit in sentences.
+fn short(sha: &str) -> &str {
+    faultline_shared::text::truncate_chars(sha, 7)
+}
+
+/// The job's history as the run's last `failure_history` call read it.
+pub fn history_of(journal: &[StepRecord]) -> Option<FailureHistory> {
+    journal
+        .iter()
+        .rev()
+        .filter(|s| ToolName::FailureHistory.is(&s.action))
+        .find_map(|s| Observed(&s.observation).parse_result())
+}
+
+/// The origin of a failure of `category` and the facts that decided it.
+pub fn decide(category: Category, history: Option<&FailureHistory>) -> (Origin, Vec<String>) {
+    if category == Category::InfraError {
+        return (
+            Origin::Infrastructure,
+            vec!["the failure is the machine or the network (INFRA_ERROR), not the code".into()],
+        );
+    }
+    let Some(read) = history else {
+        return (
+            Origin::Unknown,
+            vec!["no history of the job was read".into()],
+        );
+    };
+    let h = &read.history;
+    let subject = match (&read.job, &read.test) {
+        (_, Some(t)) => format!("test `{t}`"),
+        (Some(j), None) => format!("job `{j}`"),
+        (None, None) => "the job".to_string(),
+    };
+    let counts = format!("{} failures and {} passes recorded", h.failures, h.passes);
+    let commit = read.commit.as_deref();
+    if let Some(c) = commit.filter(|c| h.flaky_commits.iter().any(|f| f == c)) {
+        return (
+            Origin::Flaky,
+            vec![format!(
+                "{subject} both passed and failed on this commit ({}): {counts}",
+                short(c)
+            )],
+        );
+    }
+    // The failures since the last pass, newest first.
+    let streak: Vec<_> = h
+        .recent
+        .iter()
+        .take_while(|o| o.outcome != "success")
+        .filter(|o| o.outcome == "failure")
+        .collect();
+    let earlier = streak
+        .iter()
+        .rev()
+        .find(|o| o.commit_sha.as_deref().is_some_and(|c| Some(c) != commit));
+    if let Some(first) = earlier {
+        let build = first
+            .build_number
+            .as_deref()
+            .map(|b| format!("build {b}, "))
+            .unwrap_or_default();
+        let since_pass = match &h.last_passing_commit {
+            Some(c) => format!("; it last passed on {}", short(c)),
+            None => "; no pass is recorded".into(),
+        };
+        return (
+            Origin::AlreadyFailing,
+            vec![format!(
+                "{subject} was failing before this change: since {build}commit {} ({}), {} failures in a row{since_pass}",
+                short(first.commit_sha.as_deref().unwrap_or("?")),
+                first.at,
+                h.consecutive_failures.max(streak.len() as i64),
+            )],
+        );
+    }
+    if h.flaky_commits.len() >= FLIPS {
+        return (
+            Origin::Flaky,
+            vec![format!(
+                "{subject} both passed and failed on {} commits ({}): {counts}",
+                h.flaky_commits.len(),
+                h.flaky_commits
+                    .iter()
+                    .map(|c| short(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
+        );
+    }
+    if h.passes > 0 {
+        let last = match (&h.last_passing_commit, &h.last_pass) {
+            (Some(c), Some(at)) => format!(" on {} ({at})", short(c)),
+            (Some(c), None) => format!(" on {}", short(c)),
+            _ => String::new(),
+        };
+        return (
+            Origin::ThisChange,
+            vec![format!(
+                "{subject} passed{last} and fails now: the failure is new with this change"
+            )],
+        );
+    }
+    (
+        Origin::Unknown,
+        vec![format!(
+            "{subject} has no pass on record to compare with ({counts})"
+        )],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_shared::tool::{History, Outcome};
+
+    fn outcome(outcome: &str, commit: &str, build: &str) -> Outcome {
+        Outcome {
+            at: format!("2026-11-2{build}T10:00:00Z"),
+            outcome: outcome.into(),
+            commit_sha: Some(commit.into()),
+            build_number: Some(build.into()),
+            source: "github".into(),
+        }
+    }
+
+    /// A history of `recent` (newest first) for a failure on `commit`.
+    fn read(commit: &str, recent: Vec<Outcome>) -> FailureHistory {
+        let failures = recent.iter().filter(|o| o.outcome == "failure").count() as i64;
+        let passes = recent.iter().filter(|o| o.outcome == "success").count() as i64;
+        let last_pass = recent.iter().find(|o| o.outcome == "success");
+        let mut by_commit: Vec<String> = Vec::new();
+        for o in &recent {
+            let c = o.commit_sha.clone().unwrap();
+            let both = recent
+                .iter()
+                .any(|p| p.commit_sha.as_ref() == Some(&c) && p.outcome != o.outcome);
+            if both && !by_commit.contains(&c) {
+                by_commit.push(c);
+            }
+        }
+        FailureHistory {
+            job: Some("CI / test".into()),
+            test: None,
+            commit: Some(commit.into()),
+            history: History {
+                failures,
+                passes,
+                last_pass: last_pass.map(|o| o.at.clone()),
+                last_passing_commit: last_pass.and_then(|o| o.commit_sha.clone()),
+                consecutive_failures: recent.iter().take_while(|o| o.outcome != "success").count()
+                    as i64,
+                flaky: !by_commit.is_empty(),
+                flaky_commits: by_commit,
+                recent,
+                ..History::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_failure_after_a_pass_is_this_change() {
+        let h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        let (o, why) = decide(Category::TestFailure, Some(&h));
+        assert_eq!(o, Origin::ThisChange, "{why:?}");
+        assert!(
+            why[0].contains("passed on aaaaaaa") && why[0].contains("new with this change"),
+            "{why:?}"
+        );
+    }
+
+    #[test]
+    fn a_failure_that_started_on_an_earlier_commit_is_already_failing_and_named() {
+        let h = read(
+            "ccccccc1",
+            vec![
+                outcome("failure", "ccccccc1", "7"),
+                outcome("failure", "bbbbbbb1", "6"),
+                outcome("failure", "bbbbbbb0", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        let (o, why) = decide(Category::CodeError, Some(&h));
+        assert_eq!(o, Origin::AlreadyFailing, "{why:?}");
+        assert!(
+            why[0].contains("build 5, commit bbbbbbb") && why[0].contains("3 failures in a row"),
+            "{why:?}"
+        );
+        assert!(why[0].contains("last passed on aaaaaaa"), "{why:?}");
+    }
+
+    #[test]
+    fn a_commit_that_passed_and_failed_is_flaky() {
+        let h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "6"),
+                outcome("success", "bbbbbbb1", "5"),
+                outcome("failure", "aaaaaaa1", "4"),
+            ],
+        );
+        let (o, why) = decide(Category::TestFailure, Some(&h));
+        assert_eq!(o, Origin::Flaky, "{why:?}");
+        assert!(
+            why[0].contains("this commit (bbbbbbb)") && why[0].contains("2 failures and 1 passes"),
+            "{why:?}"
+        );
+    }
+
+    #[test]
+    fn re_runs_failing_on_the_same_commit_after_a_pass_are_still_this_change() {
+        let h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "6"),
+                outcome("failure", "bbbbbbb1", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        assert_eq!(
+            decide(Category::TestFailure, Some(&h)).0,
+            Origin::ThisChange
+        );
+    }
+
+    #[test]
+    fn infrastructure_is_decided_by_the_category_and_no_history_is_unknown() {
+        let h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        assert_eq!(
+            decide(Category::InfraError, Some(&h)).0,
+            Origin::Infrastructure
+        );
+        let (o, why) = decide(Category::CodeError, None);
+        assert_eq!(o, Origin::Unknown);
+        assert_eq!(why, ["no history of the job was read"]);
+        let first = read("bbbbbbb1", vec![outcome("failure", "bbbbbbb1", "5")]);
+        assert_eq!(decide(Category::CodeError, Some(&first)).0, Origin::Unknown);
+    }
+}
