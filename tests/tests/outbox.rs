@@ -527,3 +527,84 @@ async fn the_origin_of_each_failure_is_decided_from_the_jobs_history_and_named_o
         "{summary}"
     );
 }
+
+#[tokio::test]
+async fn slack_gets_a_block_kit_message_once_after_a_429() {
+    let db = TestDb::new().await;
+    let slack = MockServer::start().await;
+    let replies = faultline_tests::fakes::Scripted::new(vec![
+        // Slack's rate limit: plain text and a Retry-After.
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .set_body_string("rate_limited"),
+        ResponseTemplate::new(200).set_body_string("ok"),
+    ]);
+    Mock::given(method("POST"))
+        .and(path("/services/T0001/B0001/XXXXXXXX"))
+        .respond_with(replies.clone())
+        .mount(&slack)
+        .await;
+    let url = format!("{}/services/T0001/B0001/XXXXXXXX", slack.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("NOTIFY_SLACK_WEBHOOK_URL", url.as_str()),
+        ("NOTIFY_CONSOLE_URL", "https://faultline.example/"),
+        ("NOTIFY_ON_REVIEW", "true"),
+    ]);
+    let _worker = db.worker("w1", &env);
+    let run = github_failure_with(&db, "octo-org/octo-repo", &type_errors(2)).await;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(
+        (row.attempts, row.delivered_to.clone()),
+        (2, vec!["slack".to_string()]),
+        "{row:?}"
+    );
+
+    let requests = slack.received_requests().await.unwrap();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the 429 was retried once, then never again"
+    );
+    assert_eq!(
+        requests[0].body, requests[1].body,
+        "the same message both times"
+    );
+    let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert!(
+        body["text"].as_str().unwrap().contains("CODE_ERROR"),
+        "{body:#}"
+    );
+    let blocks = body["blocks"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "header");
+    assert!(
+        blocks[0]["text"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("CODE_ERROR"),
+        "{body:#}"
+    );
+    let fields: Vec<&str> = blocks[1]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        fields.iter().any(|f| f.starts_with("*Origin*\n")),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&"*Repository*\nocto-org/octo-repo"),
+        "{fields:?}"
+    );
+    let button = blocks
+        .iter()
+        .find(|b| b["type"] == "actions")
+        .expect("a link to the console");
+    assert_eq!(
+        button["elements"][0]["url"],
+        format!("https://faultline.example/ui/analyses/{run}")
+    );
+}

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use faultline_shared::config::{
-    AllowList, ConfigError, SecretString, Source, de, no_credentials, variables,
+    AllowList, ConfigError, ExposeSecret, SecretString, Source, de, no_credentials, variables,
 };
 use serde::{Deserialize, Deserializer, de::Error as _};
 
@@ -16,6 +16,12 @@ pub struct NotifyConfig {
     /// `GITHUB_TOKEN` (+ `GITHUB_API_URL`): a check run on the failed commit,
     /// for events that came from GitHub.
     pub github: Option<(String, SecretString)>,
+    /// `NOTIFY_SLACK_WEBHOOK_URL`: a Slack incoming webhook (Block Kit).
+    /// The URL is the credential, so it never prints.
+    pub slack: Option<SecretString>,
+    /// `NOTIFY_CONSOLE_URL`: the review console's public base URL, for
+    /// links to an analysis (`{base}/ui/analyses/{id}`); none without it.
+    pub console_url: Option<String>,
     /// `NOTIFY_ON_REVIEW`: also notify runs that ended in the review queue.
     pub on_review: bool,
     /// `NOTIFY_MAX_ATTEMPTS`: attempts before a notification is dead.
@@ -50,6 +56,13 @@ struct Targets {
     /// Default: `https://api.github.com`.
     #[serde(rename = "GITHUB_API_URL", deserialize_with = "de::parsed_some")]
     github_api_url: Option<String>,
+    #[serde(
+        rename = "NOTIFY_SLACK_WEBHOOK_URL",
+        deserialize_with = "de::trimmed_secret_some"
+    )]
+    slack_webhook_url: Option<SecretString>,
+    #[serde(rename = "NOTIFY_CONSOLE_URL", deserialize_with = "de::parsed_some")]
+    console_url: Option<String>,
 }
 
 /// How notifications are delivered.
@@ -133,13 +146,39 @@ impl NotifyConfig {
                 Some((api.trim_end_matches('/').to_string(), token))
             }
         };
-        if webhook.is_none() && github.is_none() {
+        let slack = match targets.slack_webhook_url {
+            Some(url)
+                if !(url.expose_secret().starts_with("https://")
+                    || url.expose_secret().starts_with("http://")) =>
+            {
+                // The URL is the secret: the error does not show it.
+                return Err(ConfigError::new(
+                    "NOTIFY_SLACK_WEBHOOK_URL",
+                    "",
+                    "must be an http(s) URL (https://hooks.slack.com/services/…)",
+                ));
+            }
+            other => other,
+        };
+        let console_url = match targets.console_url {
+            Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+                return Err(ConfigError::new(
+                    "NOTIFY_CONSOLE_URL",
+                    url,
+                    "must be an http(s) URL",
+                ));
+            }
+            other => other.map(|u| u.trim_end_matches('/').to_string()),
+        };
+        if webhook.is_none() && github.is_none() && slack.is_none() {
             return Ok(None);
         }
         let delivery: Delivery = source.load("")?;
         Ok(Some(Self {
             webhook,
             github,
+            slack,
+            console_url,
             on_review: delivery.on_review,
             max_attempts: delivery.max_attempts,
             retry_base: delivery.retry_base,
@@ -168,7 +207,6 @@ impl NotifyConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use faultline_shared::config::ExposeSecret;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Option<NotifyConfig>, ConfigError> {
         NotifyConfig::load(&pairs.iter().copied().collect())
@@ -197,6 +235,23 @@ mod tests {
         assert!(!shown.contains("hunter"), "{shown}");
         let err = config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_MAX_ATTEMPTS", "0")]).unwrap_err();
         assert_eq!(err.name, "NOTIFY_MAX_ATTEMPTS");
+    }
+
+    #[test]
+    fn a_slack_webhook_alone_is_a_target_and_its_url_never_prints() {
+        let url = "https://hooks.slack.com/services/T000/B000/hunter2";
+        let c = config(&[
+            ("NOTIFY_SLACK_WEBHOOK_URL", url),
+            ("NOTIFY_CONSOLE_URL", "https://faultline.example/"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.slack.as_ref().unwrap().expose_secret(), url);
+        assert_eq!(c.console_url.as_deref(), Some("https://faultline.example"));
+        assert!(!format!("{c:?}").contains("hunter2"));
+        let err = config(&[("NOTIFY_SLACK_WEBHOOK_URL", "hooks.slack.com/hunter2")]).unwrap_err();
+        assert_eq!(err.name, "NOTIFY_SLACK_WEBHOOK_URL");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use faultline_shared::{
 
 pub const WEBHOOK: &str = "webhook";
 pub const GITHUB: &str = "github";
+pub const SLACK: &str = "slack";
 
 /// `sha256=<hex HMAC-SHA256(body, secret)>`, the `X-Faultline-Signature` value.
 pub fn signature(body: &[u8], secret: &SecretString) -> String {
@@ -75,6 +76,96 @@ pub async fn webhook(
         .await
         .map_err(|e| format!("webhook: {e}"))?;
     check(resp, "webhook").await
+}
+
+/// Text from a log or a model as Slack `mrkdwn`: `&`, `<` and `>` escaped
+/// (Slack's rule), so a hostile line cannot mention `<!channel>` or forge a
+/// link, and cut to `max` characters.
+fn slack_text(text: &str, max: usize) -> String {
+    let cut = faultline_shared::text::truncate_chars(text, max);
+    let mut out = cut
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    if cut.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// The Slack message of a finished run (Block Kit, with a `text` fallback
+/// for notifications): origin and category first, the root cause, the
+/// failure it analysed, why the origin, and a button to the console when
+/// `console` (its public base URL) is known.
+pub fn slack_message(run: &RunRow, event: Option<&EventRow>, console: Option<&str>) -> Value {
+    let result = run.result.clone().unwrap_or(Value::Null);
+    let category = run.category.map_or("UNKNOWN", |c| c.as_str());
+    let origin: Origin = serde_json::from_value(result["origin"].clone()).unwrap_or_default();
+    let root = result["root_cause"].as_str().unwrap_or("-");
+    let headline = format!("{}: {category}", origin.label());
+    let mut fields = vec![
+        json!({"type": "mrkdwn", "text": format!("*Origin*\n{}", origin.label())}),
+        json!({"type": "mrkdwn", "text": format!("*Category*\n{category} ({:.2})", run.confidence.unwrap_or(0.0))}),
+    ];
+    if let Some(e) = event {
+        let job = match (&e.job_name, &e.build_number) {
+            (Some(j), Some(b)) => format!("{j} #{b}"),
+            (Some(j), None) => j.clone(),
+            _ => e.source.clone(),
+        };
+        fields.push(json!({"type": "mrkdwn", "text": format!("*Job*\n{}", slack_text(&job, 200))}));
+        if let Some(r) = &e.repository {
+            fields.push(
+                json!({"type": "mrkdwn", "text": format!("*Repository*\n{}", slack_text(r, 200))}),
+            );
+        }
+    }
+    let mut blocks = vec![
+        json!({"type": "header", "text": {"type": "plain_text", "text": faultline_shared::text::truncate_chars(&format!("Faultline · {headline}"), 150)}}),
+        json!({"type": "section", "fields": fields}),
+        json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Root cause*\n{}", slack_text(root, 2800))}}),
+    ];
+    let why: Vec<String> = result["origin_evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|w| slack_text(w, 600))
+        .collect();
+    if !why.is_empty() {
+        blocks.push(
+            json!({"type": "context", "elements": [{"type": "mrkdwn", "text": why.join("\n")}]}),
+        );
+    }
+    if run.status == RunStatus::NeedsReview {
+        blocks.push(json!({"type": "context", "elements": [{"type": "mrkdwn", "text": "Confidence is low: this analysis waits for human review."}]}));
+    }
+    if let Some(base) = console {
+        blocks.push(json!({"type": "actions", "elements": [{
+            "type": "button",
+            "text": {"type": "plain_text", "text": "Open in Faultline"},
+            "url": format!("{base}/ui/analyses/{}", run.id),
+        }]}));
+    }
+    json!({
+        "text": format!("Faultline: {headline}: {}", slack_text(root, 300)),
+        "blocks": blocks,
+    })
+}
+
+/// POSTs `body` to a Slack incoming webhook (`200 ok`; Slack answers
+/// errors such as `400 invalid_payload`, `404 no_service`, `429` with a
+/// plain-text body, which becomes the recorded error).
+pub async fn slack(http: &reqwest::Client, url: &SecretString, body: &Value) -> Result<(), String> {
+    let resp = http
+        .post(url.expose_secret())
+        .header("user-agent", "faultline-notify")
+        .json(body)
+        .send()
+        .await
+        // reqwest's error shows the URL, which is the secret.
+        .map_err(|e| format!("slack: {}", e.without_url()))?;
+    check(resp, "slack").await
 }
 
 /// Most annotations GitHub takes in one request: more are added by
@@ -464,5 +555,19 @@ mod annotation_tests {
         assert_eq!(a[0]["title"], "tsc TS2322");
         assert_eq!(a[0]["start_column"], 5);
         assert_eq!(a[2]["title"], "test totals failed");
+    }
+}
+
+#[cfg(test)]
+mod slack_tests {
+    use super::*;
+
+    #[test]
+    fn log_text_cannot_mention_a_channel_or_forge_a_link_in_slack() {
+        assert_eq!(
+            slack_text("<!channel> see <https://evil.example|docs> & more", 100),
+            "&lt;!channel&gt; see &lt;https://evil.example|docs&gt; &amp; more"
+        );
+        assert_eq!(slack_text("é".repeat(10).as_str(), 3), "ééé…");
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 pub use self::config::NotifyConfig;
-pub use self::deliver::{GITHUB, WEBHOOK, signature};
+pub use self::deliver::{GITHUB, SLACK, WEBHOOK, signature};
 
 /// Rows claimed per pass.
 const BATCH: i64 = 16;
@@ -184,6 +184,16 @@ impl Notifier {
             match deliver::github_check_run(&self.http, api, token, row.id, &repo, &sha, &run).await
             {
                 Ok(()) => delivered.push(GITHUB.to_string()),
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(url) = &self.config.slack
+            && pending(SLACK)
+        {
+            let body =
+                deliver::slack_message(&run, event.as_ref(), self.config.console_url.as_deref());
+            match deliver::slack(&self.http, url, &body).await {
+                Ok(()) => delivered.push(SLACK.to_string()),
                 Err(e) => errors.push(e),
             }
         }
