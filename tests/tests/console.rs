@@ -144,7 +144,7 @@ async fn a_reviewer_signs_in_sees_the_item_and_its_cited_evidence_highlighted() 
             "already failing",
             "flaky",
             "infrastructure",
-            "unknown"
+            "origin unknown"
         ]
         .iter()
         .any(|o| origin.starts_with(o)),

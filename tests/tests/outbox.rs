@@ -451,8 +451,24 @@ async fn the_origin_of_each_failure_is_decided_from_the_jobs_history_and_named_o
     let checks = FakeChecks::default();
     let (_fake, _worker) = checks_worker(&db, &checks).await;
 
-    // Green on A, then red on B: this change.
+    // Green on A, then red on B: this change. A job of the same name in
+    // another repository failed in between: not this job's history.
     build_passes(&db, A, "1").await;
+    let elsewhere = storage::history::NewOutcome {
+        dedup_key: "github:delivery:origin-elsewhere".into(),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some("octo-org/other".into()),
+        commit_sha: Some("ddddddd444444444444444444444444444444444".into()),
+        build_number: Some("90".into()),
+        outcome: "failure".into(),
+        ..storage::history::NewOutcome::default()
+    };
+    assert!(
+        storage::history::record_outcome(&db.pool, &elsewhere)
+            .await
+            .unwrap()
+    );
     let first = build_fails(&db, B, "2").await;
     assert_eq!(first["origin"], "this_change", "{first:#}");
     let why = first["origin_evidence"][0].as_str().unwrap();
@@ -606,5 +622,35 @@ async fn slack_gets_a_block_kit_message_once_after_a_429() {
     assert_eq!(
         button["elements"][0]["url"],
         format!("https://faultline.example/ui/analyses/{run}")
+    );
+}
+
+#[tokio::test]
+async fn a_check_run_whose_creation_answer_was_lost_is_not_created_twice() {
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    // GitHub creates the check run (with 50 annotations) but the answer is
+    // lost: the next attempt finds it by external id and only adds the rest.
+    checks.fail_write(0, true);
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+    let run = github_failure_with(&db, "octo-org/octo-repo", &type_errors(120)).await;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, run, "delivered").await;
+    assert_eq!(row.attempts, 2, "{row:?}");
+    let runs = checks.runs();
+    assert_eq!(runs.len(), 1, "one check run, never a second");
+    assert_eq!(runs[0].annotations.len(), 120);
+    let writes: Vec<(String, usize)> = checks
+        .writes()
+        .into_iter()
+        .map(|(m, _, n)| (m, n))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("POST".to_string(), 50),
+            ("PATCH".to_string(), 50),
+            ("PATCH".to_string(), 20)
+        ]
     );
 }

@@ -292,7 +292,7 @@ pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
 }
 
 /// A report line that is a warning and says nothing of an error.
-fn warning_only(text: &str) -> bool {
+pub(crate) fn warning_only(text: &str) -> bool {
     static WARNING: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"(?i)\bwarn(?:ing)?\b").expect("built-in pattern compiles"));
     static ERROR: LazyLock<Regex> = LazyLock::new(|| {
@@ -359,7 +359,6 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
                 hits.remove(i);
                 continue;
             }
-            hits[i].weight *= ASIDE_WEIGHT;
             hits[i].aside = true;
             i += 1;
         }
@@ -367,8 +366,6 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     hits
 }
 
-/// Weight factor of evidence read aside from the excerpt's block.
-const ASIDE_WEIGHT: f32 = 1.0;
 /// Weight from which evidence read aside holds back an answer it
 /// contradicts.
 const ASIDE_CONFLICT: f32 = 0.8;

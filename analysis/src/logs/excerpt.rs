@@ -64,9 +64,10 @@ pub struct Excerpt {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tail: Vec<(u64, String)>,
     /// Signal lines of the failed steps' other blocks, which the excerpt
-    /// left out (at most [`MAX_ASIDE`], log order): the diagnosis reads
-    /// them as weaker evidence, since a cause is not always printed
-    /// beside the report that shows its effect.
+    /// left out (at most [`MAX_ASIDE`], log order): a cause is not always
+    /// printed beside the report that shows its effect, so the diagnosis
+    /// reads them — not to vote, but to hold back an answer they
+    /// contradict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aside: Vec<ExcerptLine>,
     /// Every line a compiler's, type checker's or linter's recogniser reads

@@ -326,7 +326,10 @@ impl<'o> State<'o> {
             if strength >= 0.9 {
                 info.score = info.score.max(ANCHOR);
             }
-            if strength > 0.0 && self.reported.len() < MAX_REPORTED {
+            if strength > 0.0
+                && self.reported.len() < MAX_REPORTED
+                && !crate::diagnose::warning_only(&clean)
+            {
                 self.reported.push(ExcerptLine {
                     line_no: self.total_lines,
                     text: crate::text::truncate_chars(raw, MAX_REPORTED_CHARS).to_string(),

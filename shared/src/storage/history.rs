@@ -97,16 +97,19 @@ pub struct History {
     pub recent: Vec<OutcomeRow>,
 }
 
-/// Every outcome of `$1` (job) and/or `$2` (test): failures from events,
-/// the rest from `ci_outcomes`.
+/// Every outcome of `$1` (job) and/or `$2` (test), in repository `$3` when
+/// given, up to `$4` when given: failures from events, the rest from
+/// `ci_outcomes`.
 const OUTCOMES: &str = "WITH o AS (
         SELECT received_at AS at, 'failure'::text AS outcome, commit_sha, build_number, source
         FROM failure_events
         WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2)
+          AND ($3::text IS NULL OR repository = $3) AND ($4::timestamptz IS NULL OR received_at <= $4)
         UNION ALL
         SELECT recorded_at, outcome, commit_sha, build_number, source
         FROM ci_outcomes
-        WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2))";
+        WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2)
+          AND ($3::text IS NULL OR repository = $3) AND ($4::timestamptz IS NULL OR recorded_at <= $4))";
 
 /// [`history`]'s statement.
 pub(crate) static HISTORY: LazyLock<String> = LazyLock::new(|| {
@@ -129,7 +132,7 @@ pub(crate) static HISTORY: LazyLock<String> = LazyLock::new(|| {
 /// [`history`]'s statement of the recent outcomes.
 pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $3"
+        "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $5"
     )
 });
 
@@ -140,18 +143,42 @@ pub async fn history(
     test: Option<&str>,
     recent: i64,
 ) -> Result<History, HistoryError> {
+    history_in(pool, job, test, Scope::default(), recent).await
+}
+
+/// Where and until when a history is read: one repository's outcomes (a
+/// job of the same name elsewhere is another job), up to a moment (what a
+/// failure's analysis may call "before").
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub repository: Option<&'a str>,
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// [`history`] within `scope`.
+pub async fn history_in(
+    pool: &PgPool,
+    job: Option<&str>,
+    test: Option<&str>,
+    scope: Scope<'_>,
+    recent: i64,
+) -> Result<History, HistoryError> {
     if job.is_none() && test.is_none() {
         return Err(HistoryError::NoSubject);
     }
     let mut h: History = sqlx::query_as(HISTORY.as_str())
         .bind(job)
         .bind(test)
+        .bind(scope.repository)
+        .bind(scope.until)
         .fetch_one(pool)
         .await?;
     h.flaky = !h.flaky_commits.is_empty();
     h.recent = sqlx::query_as(RECENT.as_str())
         .bind(job)
         .bind(test)
+        .bind(scope.repository)
+        .bind(scope.until)
         .bind(recent)
         .fetch_all(pool)
         .await?;

@@ -158,7 +158,7 @@ impl Judge {
             .filter(|s| !s.is_final && s.action != FINAL_ANSWER && s.action != INVALID_RESPONSE)
             .map(|s| {
                 json!({"iteration": s.iteration, "tool": s.action, "input": s.action_input,
-                       "result": truncate(&s.observation.to_string(), MAX_OBSERVATION_CHARS)})
+                       "result": truncate(&super::for_model(&s.observation).to_string(), MAX_OBSERVATION_CHARS)})
             })
             .collect();
         let diagnosis = json!({

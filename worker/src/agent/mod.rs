@@ -113,3 +113,43 @@ pub trait Reasoner: Send + Sync {
     fn name(&self) -> &'static str;
     fn decide<'a>(&'a self, state: &'a AgentState<'a>) -> BoxFuture<'a, Result<Reasoned, Failure>>;
 }
+
+/// A tool result as a model reads it: the full list of located
+/// diagnostics (up to 200, for check-run annotations) is left out — the
+/// first diagnostic and the count stay — so it cannot crowd the excerpt's
+/// lines out of the model's size budget.
+pub fn for_model(result: &Value) -> Value {
+    let mut v = result.clone();
+    if let Some(facts) = v
+        .get_mut("classification")
+        .and_then(|c| c.get_mut("facts"))
+        .and_then(Value::as_object_mut)
+        && let Some(list) = facts.remove("diagnostics")
+    {
+        let n = list.as_array().map_or(0, Vec::len);
+        facts.insert("diagnostics_count".into(), n.into());
+    }
+    v
+}
+
+#[cfg(test)]
+mod model_view_tests {
+    use super::*;
+
+    #[test]
+    fn the_model_sees_the_count_of_located_diagnostics_not_the_list() {
+        let many: Vec<Value> = (0..200)
+            .map(|i| serde_json::json!({"tool": "tsc", "file": format!("src/m{i}.ts"), "line": i}))
+            .collect();
+        let obs = serde_json::json!({"lines": [{"n": 1, "text": "x"}],
+            "classification": {"facts": {"diagnostic": many[0], "diagnostics": many}}});
+        let seen = for_model(&obs);
+        assert_eq!(seen["classification"]["facts"]["diagnostics_count"], 200);
+        assert!(seen["classification"]["facts"].get("diagnostics").is_none());
+        assert_eq!(
+            seen["classification"]["facts"]["diagnostic"]["file"],
+            "src/m0.ts"
+        );
+        assert_eq!(seen["lines"], obs["lines"]);
+    }
+}

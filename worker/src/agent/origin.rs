@@ -20,12 +20,18 @@ fn short(sha: &str) -> &str {
     faultline_shared::text::truncate_chars(sha, 7)
 }
 
-/// The job's history as the run's last `failure_history` call read it.
+/// The failing job's history as the run journaled it: only a
+/// `failure_history` call without arguments counts (it reads the failing
+/// job and test of the failure's own repository); a call naming another
+/// job or test — which a model may make — never decides the origin.
 pub fn history_of(journal: &[StepRecord]) -> Option<FailureHistory> {
     journal
         .iter()
         .rev()
         .filter(|s| ToolName::FailureHistory.is(&s.action))
+        .filter(|s| {
+            s.action_input.is_null() || s.action_input.as_object().is_some_and(|o| o.is_empty())
+        })
         .find_map(|s| Observed(&s.observation).parse_result())
 }
 
@@ -244,6 +250,25 @@ mod tests {
             decide(Category::TestFailure, Some(&h)).0,
             Origin::ThisChange
         );
+    }
+
+    #[test]
+    fn only_a_history_of_the_failing_job_itself_decides() {
+        let step = |input: serde_json::Value, job: &str| StepRecord {
+            action: ToolName::FailureHistory.as_str().into(),
+            action_input: input,
+            observation: serde_json::to_value(FailureHistory {
+                job: Some(job.into()),
+                ..FailureHistory::default()
+            })
+            .unwrap(),
+            ..StepRecord::default()
+        };
+        let own = step(serde_json::json!({}), "CI / test");
+        let steered = step(serde_json::json!({"job": "other"}), "other");
+        let read = history_of(&[own.clone(), steered]).unwrap();
+        assert_eq!(read.job.as_deref(), Some("CI / test"));
+        assert!(history_of(&[step(serde_json::json!({"job": "other"}), "other")]).is_none());
     }
 
     #[test]

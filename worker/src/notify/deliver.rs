@@ -171,6 +171,18 @@ pub async fn slack(http: &reqwest::Client, url: &SecretString, body: &Value) -> 
 /// Most annotations GitHub takes in one request: more are added by
 /// updating the check run, 50 at a time.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// Most annotations one check run gets (the diagnosis lists at most 200
+/// diagnostics, plus failing tests).
+const MAX_ANNOTATIONS: usize = 250;
+/// Pages of the commit's check runs read to find this delivery's.
+const LOOKUP_PAGES: u32 = 5;
+/// Most bytes read of one GitHub answer.
+const MAX_ANSWER_BYTES: usize = 4 << 20;
+/// Most requests of one delivery attempt, one after the other: the
+/// webhook, Slack, and for the check run the lookup pages, the create and
+/// its annotation updates. The outbox lock is sized from it.
+pub const MAX_REQUESTS_PER_ATTEMPT: u32 =
+    2 + LOOKUP_PAGES + 1 + (MAX_ANNOTATIONS / ANNOTATIONS_PER_REQUEST) as u32;
 
 /// Creates a completed check run named `faultline` on the failed commit
 /// (`POST /repos/{owner}/{repo}/check-runs`; needs a GitHub App token with
@@ -223,7 +235,13 @@ pub async fn github_check_run(
     if run.status == RunStatus::NeedsReview {
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }
-    let all = annotations(&specifics);
+    let mut all = annotations(&specifics);
+    all.truncate(MAX_ANNOTATIONS);
+    if !(7..=64).contains(&head_sha.len()) || !head_sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "github: {head_sha:?} is not a commit SHA, so no check run is created"
+        ));
+    }
     let title = format!(
         "{}: {category} (confidence {confidence:.2})",
         origin.label()
@@ -288,7 +306,20 @@ impl GitHub<'_> {
             let text: String = text.chars().take(200).collect();
             return Err(format!("github answered {status}: {text}"));
         }
-        let bytes = resp.bytes().await.map_err(|e| format!("github: {e}"))?;
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
+        {
+            return Err(format!("github: an answer over {MAX_ANSWER_BYTES} bytes"));
+        }
+        let mut bytes = Vec::new();
+        let mut resp = resp;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("github: {e}"))? {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(format!("github: an answer over {MAX_ANSWER_BYTES} bytes"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
@@ -302,23 +333,37 @@ impl GitHub<'_> {
         head_sha: &str,
         delivery: Uuid,
     ) -> Result<Option<(u64, usize)>, String> {
-        let mut url = github_url(api, repository, &["commits", head_sha, "check-runs"])?;
-        url.query_pairs_mut()
-            .append_pair("check_name", "faultline")
-            .append_pair("filter", "all")
-            .append_pair("per_page", "100");
-        let listed = self.send(self.http.get(url)).await?;
         let external = delivery.to_string();
-        let found = listed["check_runs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["external_id"].as_str() == Some(external.as_str()));
-        Ok(found.and_then(|c| {
-            let id = c["id"].as_u64()?;
-            let count = c["output"]["annotations_count"].as_u64().unwrap_or(0);
-            Some((id, count as usize))
-        }))
+        // A large matrix may leave more than a page of check runs on a
+        // commit: read pages until this delivery's, a short page, or the
+        // bound.
+        for page in 1..=LOOKUP_PAGES {
+            let mut url = github_url(api, repository, &["commits", head_sha, "check-runs"])?;
+            url.query_pairs_mut()
+                .append_pair("check_name", "faultline")
+                .append_pair("filter", "all")
+                .append_pair("per_page", "100")
+                .append_pair("page", &page.to_string());
+            let listed = self.send(self.http.get(url)).await?;
+            let runs = listed["check_runs"].as_array().cloned().unwrap_or_default();
+            if let Some(c) = runs
+                .iter()
+                .find(|c| c["external_id"].as_str() == Some(external.as_str()))
+            {
+                let id = c["id"]
+                    .as_u64()
+                    .ok_or_else(|| "github: a listed check run has no id".to_string())?;
+                let count = c["output"]["annotations_count"].as_u64().unwrap_or(0);
+                return Ok(Some((id, count as usize)));
+            }
+            if runs.len() < 100 {
+                return Ok(None);
+            }
+        }
+        Err(format!(
+            "github: more than {} faultline check runs on {head_sha}; not creating another",
+            LOOKUP_PAGES * 100
+        ))
     }
 }
 
@@ -351,7 +396,7 @@ pub fn annotations(specifics: &Specifics) -> Vec<Value> {
             "end_line": line,
             "annotation_level": "failure",
             "title": faultline_shared::text::truncate_chars(&title, 255),
-            "message": faultline_shared::text::truncate_chars(d.message.as_deref().unwrap_or(&title), 64 * 1024),
+            "message": faultline_shared::text::truncate_bytes(d.message.as_deref().unwrap_or(&title), 60_000),
         });
         if let Some(col) = d.column.filter(|c| *c > 0) {
             a["start_column"] = json!(col);
@@ -374,7 +419,7 @@ pub fn annotations(specifics: &Specifics) -> Vec<Value> {
             "end_line": line,
             "annotation_level": "failure",
             "title": faultline_shared::text::truncate_chars(&format!("test {} failed", t.name), 255),
-            "message": format!("{} failed{runner}", t.name),
+            "message": faultline_shared::text::truncate_bytes(&format!("{} failed{runner}", t.name), 60_000),
         }));
     }
     out
@@ -387,7 +432,7 @@ pub fn annotations(specifics: &Specifics) -> Vec<Value> {
 fn repository_path(file: &str) -> Option<String> {
     static WORKSPACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
-            r"^(?:/home/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
+            r"^(?:/home/runner/work/[^/]+/[^/]+/|/Users/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
         )
         .expect("valid regex")
     });
@@ -485,6 +530,10 @@ mod annotation_tests {
                 Some("src/app.ts"),
             ),
             ("/__w/ledger/ledger/lib/a.rb", Some("lib/a.rb")),
+            (
+                "/Users/runner/work/ledger/ledger/Sources/App.swift",
+                Some("Sources/App.swift"),
+            ),
             ("D:\\a\\ledger\\ledger\\src\\Main.cs", Some("src/Main.cs")),
             ("/home/travis/build/octo/ledger/pkg/a.go", Some("pkg/a.go")),
             (

@@ -101,8 +101,11 @@ pub async fn run(
 
 impl Notifier {
     async fn claim(&self) -> sqlx::Result<Vec<Claimed>> {
-        // The lock outlives one request per target with room to record it.
-        let lock = self.config.timeout * 3 + Duration::from_secs(5);
+        // The lock outlives every request of one attempt, one after the
+        // other (the webhook, Slack, and for a check run: the lookup, the
+        // create and its annotation updates), with room to record it.
+        let lock =
+            self.config.timeout * (deliver::MAX_REQUESTS_PER_ATTEMPT + 1) + Duration::from_secs(5);
         outbox::claim_due(&self.pool, &self.owner, lock, &self.config.kinds(), BATCH).await
     }
 

@@ -56,8 +56,14 @@ impl Tool for FailureHistory {
                 job = event.as_ref().and_then(|e| e.job_name.clone());
                 test = event.as_ref().and_then(|e| e.test_name.clone());
             }
-            let commit = event.and_then(|e| e.commit_sha);
-            let h = history::history(&ctx.pool, job.as_deref(), test.as_deref(), RECENT)
+            // The failure's own repository, up to the failure: another
+            // repository's job of the same name is not this job's history,
+            // and what failed after this failure is not "before" it.
+            let scope = history::Scope {
+                repository: event.as_ref().and_then(|e| e.repository.as_deref()),
+                until: event.as_ref().map(|e| e.received_at),
+            };
+            let h = history::history_in(&ctx.pool, job.as_deref(), test.as_deref(), scope, RECENT)
                 .await
                 .map_err(|e| match e {
                     HistoryError::Database(db) => ToolError::from(db),
@@ -66,6 +72,7 @@ impl Tool for FailureHistory {
                     ),
                     other => ToolError::Failed(other.to_string()),
                 })?;
+            let commit = event.and_then(|e| e.commit_sha);
             Ok(tool::FailureHistory {
                 job,
                 test,

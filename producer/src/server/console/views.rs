@@ -420,9 +420,9 @@ pub fn item(viewer: &Viewer, v: &ItemView<'_>, notice: Option<&Notice>) -> Marku
                     } @else {
                         dl {
                             dt { "Category" } dd { (category_badge(Some(&field("category")))) " at " (confidence(item.confidence)) }
-                            @if let Some(origin) = result.and_then(|r| r["origin"].as_str()) {
+                            @if let Some(origin) = result.and_then(|r| serde_json::from_value::<faultline_shared::Origin>(r["origin"].clone()).ok()) {
                                 dt { "Origin" } dd #origin {
-                                    (origin.replace('_', " "))
+                                    (origin.label())
                                     @for why in result.and_then(|r| r["origin_evidence"].as_array()).into_iter().flatten().filter_map(|w| w.as_str()) { br; small.muted { (why) } }
                                 }
                             }

@@ -169,8 +169,10 @@ fn turns_of(step: &StepRecord) -> [Turn; 2] {
         step.action_input.to_string()
     };
     let observed = Observed(&step.observation);
-    let content =
-        truncate(&json!({"iteration": step.iteration, "result": observed.result()}).to_string());
+    let content = truncate(
+        &json!({"iteration": step.iteration, "result": crate::agent::for_model(observed.result())})
+            .to_string(),
+    );
     [
         Turn::Call {
             id: id.clone(),
