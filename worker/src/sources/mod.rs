@@ -9,6 +9,7 @@
 //! worker waits for the reset instead of spending refused requests.
 
 pub mod baseline;
+pub mod codeowners;
 pub mod fetch;
 pub mod github;
 pub mod jenkins;
