@@ -72,12 +72,7 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
         )?;
         outln!("  fix:        {}", result["fix"].as_str().unwrap_or(""))?;
         if let Some(origin) = result["origin"].as_str() {
-            let why: Vec<&str> = result["origin_evidence"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_str())
-                .collect();
+            let (_, why) = faultline_shared::Origin::of_result(result);
             let why = if why.is_empty() {
                 String::new()
             } else {

@@ -23,7 +23,8 @@ mod settings;
 mod source;
 
 pub use allowed::{
-    ALLOWED_JENKINS_JOBS, ALLOWED_REPOSITORIES, AllowList, parse_repo, valid_job_name,
+    ALLOWED_JENKINS_JOBS, ALLOWED_REPOSITORIES, AllowList, RepositoryList, parse_repo,
+    valid_job_name,
 };
 pub use duration::parse_duration;
 /// Secrets (tokens, keys, URLs with passwords) never print: `Debug` shows

@@ -175,6 +175,20 @@ impl Origin {
             Origin::Unknown => "origin unknown",
         }
     }
+
+    /// The origin of a stored result (`result.origin`) and the evidence
+    /// that decided it (`result.origin_evidence`); `Unknown` and none for
+    /// a result written before origins existed.
+    pub fn of_result(result: &serde_json::Value) -> (Origin, Vec<String>) {
+        let origin = serde_json::from_value(result["origin"].clone()).unwrap_or_default();
+        let why = result["origin_evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str().map(str::to_string))
+            .collect();
+        (origin, why)
+    }
 }
 
 #[cfg(test)]

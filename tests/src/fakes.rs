@@ -791,3 +791,246 @@ impl Respond for FakeChecks {
         }
     }
 }
+
+/// A fake of GitHub's issue comments as a pull request has them, keeping
+/// state like GitHub does: `GET /repos/{o}/{r}/issues/{n}/comments` (pages
+/// of `per_page`), `POST` there (201), `GET` / `PATCH
+/// /repos/{o}/{r}/issues/comments/{id}` (404 once deleted), each comment
+/// with its `reactions` rollup; and `GET /repos/{o}/{r}/commits/{sha}/pulls`
+/// from [`FakeIssues::open_pull`]. `fail_write(n, applied)` makes the n-th
+/// write (0-based) answer 502, after applying it when `applied`.
+#[derive(Clone, Default)]
+pub struct FakeIssues {
+    pub state: Arc<Mutex<IssuesState>>,
+}
+
+#[derive(Default)]
+pub struct IssuesState {
+    pub comments: Vec<IssueComment>,
+    /// Every write: method and path.
+    pub writes: Vec<(String, String)>,
+    pulls: Vec<(String, u64)>,
+    failures: Vec<(usize, bool)>,
+    next_id: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct IssueComment {
+    pub id: u64,
+    pub issue: u64,
+    pub body: String,
+    pub deleted: bool,
+    pub thumbs_up: u64,
+    pub thumbs_down: u64,
+}
+
+impl IssueComment {
+    fn json(&self, base: &str) -> Value {
+        json!({
+            "id": self.id,
+            "node_id": format!("IC_kwDO{}", self.id),
+            "url": format!("{base}/issues/comments/{}", self.id),
+            "html_url": format!("https://github.com/octo/app/pull/{}#issuecomment-{}", self.issue, self.id),
+            "issue_url": format!("{base}/issues/{}", self.issue),
+            "body": self.body,
+            "user": {"login": "faultline[bot]", "type": "Bot"},
+            "author_association": "NONE",
+            "created_at": "2026-11-27T08:00:00Z",
+            "updated_at": "2026-11-27T08:00:00Z",
+            "reactions": {
+                "url": format!("{base}/issues/comments/{}/reactions", self.id),
+                "total_count": self.thumbs_up + self.thumbs_down,
+                "+1": self.thumbs_up, "-1": self.thumbs_down,
+                "laugh": 0, "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0,
+            },
+        })
+    }
+}
+
+impl FakeIssues {
+    /// Commit `sha` is the head of open pull request `number`.
+    pub fn open_pull(&self, sha: &str, number: u64) {
+        self.state
+            .lock()
+            .unwrap()
+            .pulls
+            .push((sha.to_string(), number));
+    }
+
+    /// A comment written by someone else (a person, another bot).
+    pub fn comment_as_someone(&self, issue: u64, body: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.next_id += 1;
+        let id = 900_000 + st.next_id;
+        st.comments.push(IssueComment {
+            id,
+            issue,
+            body: body.to_string(),
+            deleted: false,
+            thumbs_up: 0,
+            thumbs_down: 0,
+        });
+    }
+
+    pub fn fail_write(&self, n: usize, applied: bool) {
+        self.state.lock().unwrap().failures.push((n, applied));
+    }
+
+    /// The comments not deleted.
+    pub fn comments(&self) -> Vec<IssueComment> {
+        let st = self.state.lock().unwrap();
+        st.comments.iter().filter(|c| !c.deleted).cloned().collect()
+    }
+
+    pub fn writes(&self) -> Vec<(String, String)> {
+        self.state.lock().unwrap().writes.clone()
+    }
+
+    /// How many writes had `method`.
+    pub fn write_count(&self, method: &str) -> usize {
+        self.writes().iter().filter(|(m, _)| m == method).count()
+    }
+
+    /// Someone edits comment `id` in the browser.
+    pub fn edit(&self, id: u64, body: &str) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
+            c.body = body.to_string();
+        }
+    }
+
+    /// Someone deletes comment `id`.
+    pub fn delete(&self, id: u64) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
+            c.deleted = true;
+        }
+    }
+
+    /// Someone reacts 👍 (`true`) or 👎 to comment `id`.
+    pub fn react(&self, id: u64, thumbs_up: bool) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
+            if thumbs_up {
+                c.thumbs_up += 1;
+            } else {
+                c.thumbs_down += 1;
+            }
+        }
+    }
+}
+
+impl Respond for FakeIssues {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut st = self.state.lock().unwrap();
+        let path = request.url.path().to_string();
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let method = request.method.as_str().to_string();
+        let base = format!(
+            "{}://{}/repos/{}/{}",
+            request.url.scheme(),
+            request.url.authority(),
+            parts.get(1).unwrap_or(&""),
+            parts.get(2).unwrap_or(&"")
+        );
+        let query = |key: &str| {
+            request
+                .url
+                .query_pairs()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+        };
+        if method == "POST" || method == "PATCH" {
+            let n = st.writes.len();
+            st.writes.push((method.clone(), path.clone()));
+            let failure = st.failures.iter().find(|(i, _)| *i == n).copied();
+            if failure.is_some_and(|(_, applied)| !applied) {
+                return github_error(502, "Server Error");
+            }
+            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                return github_error(400, "Problems parsing JSON");
+            };
+            let Some(text) = body["body"].as_str() else {
+                return github_error(422, "Invalid request.\n\n\"body\" wasn't supplied.");
+            };
+            if text.chars().count() > 65_536 {
+                return github_error(422, "Body is too long (maximum is 65536 characters)");
+            }
+            let reply = match (method.as_str(), &parts[..]) {
+                ("POST", ["repos", _, _, "issues", issue, "comments"]) => {
+                    let Ok(issue) = issue.parse::<u64>() else {
+                        return github_error(404, "Not Found");
+                    };
+                    st.next_id += 1;
+                    let c = IssueComment {
+                        id: 1_000_000 + st.next_id,
+                        issue,
+                        body: text.to_string(),
+                        deleted: false,
+                        thumbs_up: 0,
+                        thumbs_down: 0,
+                    };
+                    let json = c.json(&base);
+                    st.comments.push(c);
+                    ResponseTemplate::new(201).set_body_json(json)
+                }
+                ("PATCH", ["repos", _, _, "issues", "comments", id]) => {
+                    match st
+                        .comments
+                        .iter_mut()
+                        .find(|c| !c.deleted && c.id.to_string() == *id)
+                    {
+                        Some(c) => {
+                            c.body = text.to_string();
+                            github_json(c.json(&base))
+                        }
+                        None => github_error(404, "Not Found"),
+                    }
+                }
+                _ => github_error(404, "Not Found"),
+            };
+            if failure.is_some() {
+                return github_error(502, "Server Error");
+            }
+            return reply;
+        }
+        match (method.as_str(), &parts[..]) {
+            ("GET", ["repos", _, _, "commits", sha, "pulls"]) => {
+                let pulls: Vec<Value> = st
+                    .pulls
+                    .iter()
+                    .filter(|(s, _)| s == sha)
+                    .map(|(s, n)| {
+                        json!({"number": n, "state": "open", "title": "A change",
+                               "head": {"sha": s, "ref": "feature"}, "base": {"ref": "main"}})
+                    })
+                    .collect();
+                github_json(json!(pulls))
+            }
+            ("GET", ["repos", _, _, "issues", issue, "comments"]) => {
+                let per_page = query("per_page").unwrap_or(30).clamp(1, 100);
+                let page = query("page").unwrap_or(1).max(1);
+                let list: Vec<Value> = st
+                    .comments
+                    .iter()
+                    .filter(|c| !c.deleted && c.issue.to_string() == *issue)
+                    .skip((page - 1) * per_page)
+                    .take(per_page)
+                    .map(|c| c.json(&base))
+                    .collect();
+                github_json(json!(list))
+            }
+            ("GET", ["repos", _, _, "issues", "comments", id]) => {
+                match st
+                    .comments
+                    .iter()
+                    .find(|c| !c.deleted && c.id.to_string() == *id)
+                {
+                    Some(c) => github_json(c.json(&base)),
+                    None => github_error(404, "Not Found"),
+                }
+            }
+            _ => github_error(404, "Not Found"),
+        }
+    }
+}

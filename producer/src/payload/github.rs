@@ -126,6 +126,10 @@ pub struct GithubTarget {
     pub failed_steps: Vec<String>,
     pub head_sha: String,
     pub head_branch: Option<String>,
+    /// The pull requests a `workflow_run` names (their numbers; empty for a
+    /// job, and for a pull request from a fork).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pull_requests: Vec<u64>,
     /// API URL of the log (a zip for a run, plain text for a job).
     pub logs_url: String,
     pub html_url: Option<String>,
@@ -197,6 +201,14 @@ struct WorkflowRun {
     conclusion: Option<String>,
     logs_url: String,
     html_url: Option<String>,
+    #[serde(default)]
+    pull_requests: Vec<PullRequestRef>,
+}
+
+/// An entry of `workflow_run.pull_requests`.
+#[derive(Debug, Deserialize)]
+struct PullRequestRef {
+    number: u64,
 }
 
 impl WorkflowRunEvent {
@@ -218,6 +230,12 @@ impl WorkflowRunEvent {
             failed_steps: Vec::new(),
             head_sha: run.head_sha,
             head_branch: run.head_branch,
+            pull_requests: run
+                .pull_requests
+                .iter()
+                .map(|p| p.number)
+                .take(20)
+                .collect(),
             logs_url: run.logs_url,
             html_url: run.html_url,
         }
@@ -278,6 +296,7 @@ impl WorkflowJobEvent {
                 .collect(),
             head_sha: job.head_sha,
             head_branch: job.head_branch,
+            pull_requests: Vec::new(),
             logs_url,
             html_url: job.html_url,
         }

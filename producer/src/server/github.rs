@@ -26,6 +26,7 @@ use faultline_shared::{
     storage::{
         events::NewEvent,
         history::{self, NewOutcome},
+        pr_comments,
     },
 };
 use hmac::{Hmac, Mac};
@@ -121,6 +122,19 @@ async fn record_pass(
     let created = history::record_outcome(&state.pool, &outcome)
         .await
         .context("failed to record the outcome")?;
+    // A pull request's Faultline comment that shows an older commit's
+    // failures says that a later run passed (written by a worker).
+    let pulls: Vec<i64> = target.pull_requests.iter().map(|n| *n as i64).collect();
+    pr_comments::mark_passed(
+        &state.pool,
+        &target.repository,
+        &pulls,
+        target.head_branch.as_deref(),
+        &target.head_sha,
+        &target.job_label(),
+    )
+    .await
+    .context("failed to mark the pull request's comment")?;
     Ok((
         StatusCode::ACCEPTED,
         Json(openapi::Delivery::Recorded(openapi::Recorded {

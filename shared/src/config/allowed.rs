@@ -52,18 +52,51 @@ enum JobPattern {
     Folder(Vec<String>),
 }
 
+impl RepoPattern {
+    fn matches(&self, owner: &str, name: &str) -> bool {
+        match self {
+            RepoPattern::Exact(o, n) => {
+                o.eq_ignore_ascii_case(owner) && n.eq_ignore_ascii_case(name)
+            }
+            RepoPattern::Owner(o) => o.eq_ignore_ascii_case(owner),
+        }
+    }
+}
+
+/// The repositories an opt-in feature applies to (`owner/name` or
+/// `owner/*`, comma-separated, case-insensitive), as the allow-list reads
+/// them. Empty: none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepositoryList(Vec<RepoPattern>);
+
+impl RepositoryList {
+    /// Reads `owner/name, owner/*, …`; the error names the bad entry.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(RepoPattern::parse)
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the repository an event names (read by [`parse_repo`]) is listed.
+    pub fn contains(&self, repository: &str) -> bool {
+        parse_repo(repository).is_some_and(|(o, n)| self.0.iter().any(|p| p.matches(&o, &n)))
+    }
+}
+
 impl AllowList {
     /// Whether the repository `owner/name` may be read.
     pub fn allows_repository(&self, owner: &str, name: &str) -> bool {
         let Some(patterns) = &self.repositories else {
             return true;
         };
-        patterns.iter().any(|p| match p {
-            RepoPattern::Exact(o, n) => {
-                o.eq_ignore_ascii_case(owner) && n.eq_ignore_ascii_case(name)
-            }
-            RepoPattern::Owner(o) => o.eq_ignore_ascii_case(owner),
-        })
+        patterns.iter().any(|p| p.matches(owner, name))
     }
 
     /// Checks a repository as an event names it (`owner/name` or a clone
@@ -252,6 +285,19 @@ mod tests {
             variables::<AllowList>(""),
             [ALLOWED_REPOSITORIES, ALLOWED_JENKINS_JOBS]
         );
+    }
+
+    #[test]
+    fn an_opt_in_list_holds_exactly_its_repositories_and_owners() {
+        let list = RepositoryList::parse(" Octo/App , tools/* ").unwrap();
+        assert!(list.contains("octo/app"));
+        assert!(list.contains("https://github.com/OCTO/APP.git"));
+        assert!(list.contains("tools/anything"));
+        assert!(!list.contains("octo/other"));
+        assert!(!list.contains("octo/app/../../x/y"));
+        assert!(RepositoryList::parse("").unwrap().is_empty());
+        let err = RepositoryList::parse("octo/app, nope").unwrap_err();
+        assert!(err.contains("\"nope\""), "{err}");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! - [`history`]: outcomes per job and test (failures and passes), flakiness.
 //! - [`outbox`]: `notification_outbox`: notifications written with the final
 //!   checkpoint, delivered with retries.
+//! - [`pr_comments`]: one comment per pull request, edited in place, with
+//!   its own retry schedule.
 //! - [`reprocess`]: bulk re-analysis batches (idempotent, resumable).
 //! - [`tasks`]: housekeeping of the apalis step queue.
 //! - [`log_fetches`]: logs a worker fetched from GitHub / Jenkins (once per event).
@@ -38,6 +40,7 @@ pub mod ingest;
 pub mod knowledge;
 pub mod log_fetches;
 pub mod outbox;
+pub mod pr_comments;
 pub mod prompts;
 pub mod ratelimit;
 pub mod reprocess;

@@ -107,7 +107,7 @@ pub struct RunRow {
     pub shadow_of: Option<Uuid>,
 }
 
-const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
+pub(crate) const RUN_COLUMNS: &str = "id, event_id, status, priority, reasoner, iteration, max_iterations, attempts,
     max_attempts, next_attempt_at, last_error, lease_owner, lease_expires_at, lease_epoch, fingerprint,
     category, confidence, result, failure_reason, tokens_in, tokens_out, cost_usd, created_at, updated_at,
     started_at, finished_at, traceparent, prompt_version, shadow_of";

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use faultline_shared::config::{
-    AllowList, ConfigError, ExposeSecret, SecretString, Source, de, no_credentials, variables,
+    AllowList, ConfigError, ExposeSecret, RepositoryList, SecretString, Source, de, no_credentials,
+    variables,
 };
 use serde::{Deserialize, Deserializer, de::Error as _};
 
@@ -16,6 +17,11 @@ pub struct NotifyConfig {
     /// `GITHUB_TOKEN` (+ `GITHUB_API_URL`): a check run on the failed commit,
     /// for events that came from GitHub.
     pub github: Option<(String, SecretString)>,
+    /// `NOTIFY_GITHUB_PR_COMMENTS`: repositories (`owner/name`, `owner/*`)
+    /// whose pull requests get one Faultline comment, edited in place, with
+    /// every failed job of the head commit. Needs `GITHUB_TOKEN`
+    /// (`issues: write` or `pull_requests: write`).
+    pub pr_comments: RepositoryList,
     /// `NOTIFY_SLACK_WEBHOOK_URL`: a Slack incoming webhook (Block Kit).
     /// The URL is the credential, so it never prints.
     pub slack: Option<SecretString>,
@@ -63,6 +69,11 @@ struct Targets {
     slack_webhook_url: Option<SecretString>,
     #[serde(rename = "NOTIFY_CONSOLE_URL", deserialize_with = "de::parsed_some")]
     console_url: Option<String>,
+    #[serde(
+        rename = "NOTIFY_GITHUB_PR_COMMENTS",
+        deserialize_with = "de::parsed_some"
+    )]
+    pr_comments: Option<String>,
 }
 
 /// How notifications are delivered.
@@ -170,6 +181,18 @@ impl NotifyConfig {
             }
             other => other.map(|u| u.trim_end_matches('/').to_string()),
         };
+        let pr_comments = match &targets.pr_comments {
+            None => RepositoryList::default(),
+            Some(text) => RepositoryList::parse(text)
+                .map_err(|why| ConfigError::new("NOTIFY_GITHUB_PR_COMMENTS", text, &why))?,
+        };
+        if !pr_comments.is_empty() && github.is_none() {
+            return Err(ConfigError::new(
+                "NOTIFY_GITHUB_PR_COMMENTS",
+                targets.pr_comments.as_deref().unwrap_or(""),
+                "needs GITHUB_TOKEN (the comment is written with it)",
+            ));
+        }
         if webhook.is_none() && github.is_none() && slack.is_none() {
             return Ok(None);
         }
@@ -177,6 +200,7 @@ impl NotifyConfig {
         Ok(Some(Self {
             webhook,
             github,
+            pr_comments,
             slack,
             console_url,
             on_review: delivery.on_review,
@@ -235,6 +259,29 @@ mod tests {
         assert!(!shown.contains("hunter"), "{shown}");
         let err = config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_MAX_ATTEMPTS", "0")]).unwrap_err();
         assert_eq!(err.name, "NOTIFY_MAX_ATTEMPTS");
+    }
+
+    #[test]
+    fn pull_request_comments_are_opt_in_per_repository_and_need_the_token() {
+        let c = config(&[
+            ("GITHUB_TOKEN", "ghs_x"),
+            ("NOTIFY_GITHUB_PR_COMMENTS", "octo/app, tools/*"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(c.pr_comments.contains("octo/app"));
+        assert!(c.pr_comments.contains("tools/lint"));
+        assert!(!c.pr_comments.contains("octo/other"));
+        let c = config(&[("GITHUB_TOKEN", "ghs_x")]).unwrap().unwrap();
+        assert!(c.pr_comments.is_empty());
+        let err = config(&[("NOTIFY_GITHUB_PR_COMMENTS", "octo/app")]).unwrap_err();
+        assert!(err.to_string().contains("GITHUB_TOKEN"), "{err}");
+        let err =
+            config(&[("GITHUB_TOKEN", "t"), ("NOTIFY_GITHUB_PR_COMMENTS", "octo")]).unwrap_err();
+        assert!(
+            err.to_string().contains("NOTIFY_GITHUB_PR_COMMENTS"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@ use faultline_shared::{
 pub const WEBHOOK: &str = "webhook";
 pub const GITHUB: &str = "github";
 pub const SLACK: &str = "slack";
+/// The pull request's comment was marked for (re)writing.
+pub const PR_COMMENT: &str = "pr_comment";
 
 /// `sha256=<hex HMAC-SHA256(body, secret)>`, the `X-Faultline-Signature` value.
 pub fn signature(body: &[u8], secret: &SecretString) -> String {
@@ -100,7 +102,7 @@ fn slack_text(text: &str, max: usize) -> String {
 pub fn slack_message(run: &RunRow, event: Option<&EventRow>, console: Option<&str>) -> Value {
     let result = run.result.clone().unwrap_or(Value::Null);
     let category = run.category.map_or("UNKNOWN", |c| c.as_str());
-    let origin: Origin = serde_json::from_value(result["origin"].clone()).unwrap_or_default();
+    let (origin, why) = Origin::of_result(&result);
     let root = result["root_cause"].as_str().unwrap_or("-");
     let headline = format!("{}: {category}", origin.label());
     let mut fields = vec![
@@ -125,13 +127,7 @@ pub fn slack_message(run: &RunRow, event: Option<&EventRow>, console: Option<&st
         json!({"type": "section", "fields": fields}),
         json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Root cause*\n{}", slack_text(root, 2800))}}),
     ];
-    let why: Vec<String> = result["origin_evidence"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|w| slack_text(w, 600))
-        .collect();
+    let why: Vec<String> = why.iter().map(|w| slack_text(w, 600)).collect();
     if !why.is_empty() {
         blocks.push(
             json!({"type": "context", "elements": [{"type": "mrkdwn", "text": why.join("\n")}]}),
@@ -208,14 +204,8 @@ pub async fn github_check_run(
     let result = run.result.clone().unwrap_or(Value::Null);
     let category = run.category.map_or("UNKNOWN", |c| c.as_str());
     let confidence = run.confidence.unwrap_or(0.0);
-    let origin: Origin = serde_json::from_value(result["origin"].clone()).unwrap_or_default();
+    let (origin, why) = Origin::of_result(&result);
     let mut summary = format!("**Origin:** {}", origin.label());
-    let why: Vec<&str> = result["origin_evidence"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
     if !why.is_empty() {
         summary.push_str(&format!(" — {}", why.join("; ")));
     }
@@ -284,14 +274,35 @@ pub async fn github_check_run(
 }
 
 /// Authenticated GitHub REST requests of the notifier.
-struct GitHub<'a> {
-    http: &'a reqwest::Client,
-    token: &'a SecretString,
+pub(crate) struct GitHub<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) token: &'a SecretString,
 }
 
 impl GitHub<'_> {
     /// Sends `req` with the token and GitHub's headers; the JSON answer.
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Value, String> {
+        let (status, answer) = self.request(req).await?;
+        if !(200..300).contains(&status) {
+            let text = match &answer {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            let text: String = text.chars().take(200).collect();
+            let status = reqwest::StatusCode::from_u16(status)
+                .map_or_else(|_| status.to_string(), |s| s.to_string());
+            return Err(format!("github answered {status}: {text}"));
+        }
+        Ok(answer)
+    }
+
+    /// Sends `req` with the token and GitHub's headers: the status and
+    /// the JSON answer (`null` when it is not JSON), whatever the status.
+    /// `Err` only when no answer came (or one over the size bound).
+    pub(crate) async fn request(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<(u16, Value), String> {
         let resp = req
             .bearer_auth(self.token.expose_secret())
             .header("accept", "application/vnd.github+json")
@@ -300,12 +311,7 @@ impl GitHub<'_> {
             .send()
             .await
             .map_err(|e| format!("github: {e}"))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let text = resp.text().await.unwrap_or_default();
-            let text: String = text.chars().take(200).collect();
-            return Err(format!("github answered {status}: {text}"));
-        }
+        let status = resp.status().as_u16();
         if resp
             .content_length()
             .is_some_and(|n| n > MAX_ANSWER_BYTES as u64)
@@ -320,7 +326,11 @@ impl GitHub<'_> {
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        let answer = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(_) => Value::String(String::from_utf8_lossy(&bytes).chars().take(200).collect()),
+        };
+        Ok((status, answer))
     }
 
     /// The check run of `delivery` on the commit, if GitHub has it: its id
@@ -429,7 +439,7 @@ pub fn annotations(specifics: &Specifics) -> Vec<Value> {
 /// workspaces' absolute prefixes (GitHub-hosted and container runners,
 /// Travis, GitLab, Jenkins) and `./` are cut; `None` for a path outside
 /// the checkout or one that climbs out of it.
-fn repository_path(file: &str) -> Option<String> {
+pub(crate) fn repository_path(file: &str) -> Option<String> {
     static WORKSPACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r"^(?:/home/runner/work/[^/]+/[^/]+/|/Users/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
@@ -452,7 +462,11 @@ fn repository_path(file: &str) -> Option<String> {
 /// `{api}/repos/{owner}/{name}/{tail…}`, each segment percent-encoded:
 /// a stored repository name that is not exactly `owner/name` (issue 14:
 /// `octo/repo/../../../user/repos`) reaches no other API path.
-fn github_url(api: &str, repository: &str, tail: &[&str]) -> Result<reqwest::Url, String> {
+pub(crate) fn github_url(
+    api: &str,
+    repository: &str,
+    tail: &[&str],
+) -> Result<reqwest::Url, String> {
     let (owner, name) = crate::sources::github::full_name(repository).ok_or_else(|| {
         format!("github: repository {repository:?} is not owner/name, so no check run is created")
     })?;

@@ -7,20 +7,23 @@
 
 pub mod config;
 mod deliver;
+pub mod pr_comment;
 
 use std::{sync::Arc, time::Duration};
 
 use faultline_shared::storage::{
     events,
     outbox::{self, AfterAttempt, Attempt, Claimed, RetryPolicy},
+    pr_comments::{self, PrComment},
     runs::{self, FINISHED_CHANNEL},
 };
+use serde_json::Value;
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 pub use self::config::NotifyConfig;
-pub use self::deliver::{GITHUB, SLACK, WEBHOOK, signature};
+pub use self::deliver::{GITHUB, PR_COMMENT, SLACK, WEBHOOK, signature};
 
 /// Rows claimed per pass.
 const BATCH: i64 = 16;
@@ -78,7 +81,8 @@ pub async fn run(
             async move { n.deliver(row).await }
         });
         futures::future::join_all(work).await;
-        if full {
+        let comments_full = notifier.comment_pass().await;
+        if full || comments_full {
             continue;
         }
         let wake = async {
@@ -100,6 +104,125 @@ pub async fn run(
 }
 
 impl Notifier {
+    fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            base: self.config.retry_base,
+            max: self.config.retry_max,
+            max_attempts: self.config.max_attempts,
+        }
+    }
+
+    /// Writes the due pull-request comments; whether it claimed a full batch.
+    async fn comment_pass(&self) -> bool {
+        if self.config.pr_comments.is_empty() || self.config.github.is_none() {
+            return false;
+        }
+        let lock = self.config.timeout * (pr_comment::COMMENT_PAGES + 4) + Duration::from_secs(5);
+        let claimed = match pr_comments::claim_due(&self.pool, &self.owner, lock, BATCH).await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(error = %e, "claiming pull-request comments failed");
+                return false;
+            }
+        };
+        let full = claimed.len() as i64 == BATCH;
+        futures::future::join_all(claimed.into_iter().map(|c| self.write_comment(c))).await;
+        full
+    }
+
+    /// Renders and writes one pull request's comment; records how it went.
+    async fn write_comment(&self, comment: PrComment) {
+        let Some((api, token)) = &self.config.github else {
+            return;
+        };
+        let jobs =
+            match pr_comments::jobs_of_commit(&self.pool, &comment.repository, &comment.head_sha)
+                .await
+            {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    warn!(error = %e, "reading a commit's analyses failed");
+                    return;
+                }
+            };
+        let body = pr_comment::render(
+            &comment,
+            &jobs,
+            &pr_comment::web_base(api),
+            self.config.console_url.as_deref(),
+        );
+        let gh = deliver::GitHub {
+            http: &self.http,
+            token,
+        };
+        let pr = format!("{}#{}", comment.repository, comment.pr_number);
+        let outcome = pr_comment::write(&gh, api, &comment, &body).await;
+        let recorded = match &outcome {
+            Ok(w) => {
+                if w.human_edit {
+                    warn!(%pr, "the pull-request comment was edited by someone else; rewritten");
+                }
+                if w.recreated {
+                    warn!(%pr, "the pull-request comment was deleted; posted again");
+                }
+                faultline_shared::metrics::webhook_delivery("delivered");
+                info!(%pr, comment = w.comment_id, jobs = jobs.len(), "pull-request comment written");
+                pr_comments::written(&self.pool, &comment, &self.owner, w)
+                    .await
+                    .map(|_| ())
+            }
+            Err(e) => {
+                faultline_shared::metrics::webhook_delivery("retrying");
+                warn!(%pr, error = %e, attempt = comment.attempts + 1, "pull-request comment failed");
+                pr_comments::failed(&self.pool, &comment, &self.owner, e, self.policy()).await
+            }
+        };
+        if let Err(e) = recorded {
+            warn!(%pr, error = %e, "recording a pull-request comment failed");
+        }
+    }
+
+    /// Target [`PR_COMMENT`] of one run: the comment of every open pull
+    /// request of its commit is marked for writing.
+    async fn mark_pull_requests(
+        &self,
+        run: &runs::RunRow,
+        event: &events::EventRow,
+        repository: &str,
+        sha: &str,
+    ) -> Result<(), String> {
+        let Some((api, token)) = &self.config.github else {
+            return Ok(());
+        };
+        let payload = events::payload(&self.pool, event.id)
+            .await
+            .map_err(|e| format!("database: {e}"))?
+            .unwrap_or_default();
+        // What the webhook handler stored of the delivery (`GithubTarget`).
+        let payload = &payload["github"];
+        let named: Vec<i64> = payload["pull_requests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_i64)
+            .collect();
+        let gh = deliver::GitHub {
+            http: &self.http,
+            token,
+        };
+        let pulls = pr_comment::pulls_of(&gh, api, repository, sha, &named).await?;
+        if pulls.is_empty() {
+            info!(run_id = %run.id, %repository, %sha, "no open pull request of the commit: no comment");
+        }
+        let branch = payload["head_branch"].as_str();
+        for n in pulls {
+            pr_comments::mark_failed(&self.pool, repository, n, branch, sha, event.received_at)
+                .await
+                .map_err(|e| format!("database: {e}"))?;
+        }
+        Ok(())
+    }
+
     async fn claim(&self) -> sqlx::Result<Vec<Claimed>> {
         // The lock outlives every request of one attempt, one after the
         // other (the webhook, Slack, and for a check run: the lookup, the
@@ -118,12 +241,8 @@ impl Notifier {
                 error: format!("database: {e}"),
             },
         };
-        let policy = RetryPolicy {
-            base: self.config.retry_base,
-            max: self.config.retry_max,
-            max_attempts: self.config.max_attempts,
-        };
-        match outbox::record_attempt(&self.pool, row.id, &self.owner, &attempt, policy).await {
+        match outbox::record_attempt(&self.pool, row.id, &self.owner, &attempt, self.policy()).await
+        {
             Ok(AfterAttempt::Delivered) => {
                 faultline_shared::metrics::webhook_delivery("delivered");
                 info!(run_id = %row.run_id, delivery = %row.id, "notification delivered")
@@ -181,12 +300,20 @@ impl Notifier {
                     }
                 },
             );
-        if let (Some((api, token)), Some((repo, sha))) = (&self.config.github, github_target)
+        if let (Some((api, token)), Some((repo, sha))) = (&self.config.github, &github_target)
             && pending(GITHUB)
         {
-            match deliver::github_check_run(&self.http, api, token, row.id, &repo, &sha, &run).await
-            {
+            match deliver::github_check_run(&self.http, api, token, row.id, repo, sha, &run).await {
                 Ok(()) => delivered.push(GITHUB.to_string()),
+                Err(e) => errors.push(e),
+            }
+        }
+        if let (Some(e), Some((repo, sha))) = (&event, &github_target)
+            && self.config.pr_comments.contains(repo)
+            && pending(PR_COMMENT)
+        {
+            match self.mark_pull_requests(&run, e, repo, sha).await {
+                Ok(()) => delivered.push(PR_COMMENT.to_string()),
                 Err(e) => errors.push(e),
             }
         }

@@ -420,10 +420,10 @@ pub fn item(viewer: &Viewer, v: &ItemView<'_>, notice: Option<&Notice>) -> Marku
                     } @else {
                         dl {
                             dt { "Category" } dd { (category_badge(Some(&field("category")))) " at " (confidence(item.confidence)) }
-                            @if let Some(origin) = result.and_then(|r| serde_json::from_value::<faultline_shared::Origin>(r["origin"].clone()).ok()) {
+                            @if let Some((origin, why)) = result.filter(|r| r["origin"].is_string()).map(faultline_shared::Origin::of_result) {
                                 dt { "Origin" } dd #origin {
                                     (origin.label())
-                                    @for why in result.and_then(|r| r["origin_evidence"].as_array()).into_iter().flatten().filter_map(|w| w.as_str()) { br; small.muted { (why) } }
+                                    @for why in &why { br; small.muted { (why) } }
                                 }
                             }
                             dt { "Root cause" } dd #root-cause { (field("root_cause")) }

@@ -1,0 +1,320 @@
+//! One pull-request comment per pull request, edited in place (issue 32
+//! item 2), against a fake GitHub that keeps issue comments as GitHub does.
+
+use std::time::Duration;
+
+use faultline_shared::{
+    queue::Broker,
+    storage::{self, events::NewEvent, pr_comments, runs::RunLimits},
+};
+use faultline_tests::{
+    TestDb,
+    fakes::{FakeChecks, FakeIssues},
+    oom_log, wait_until,
+};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use uuid::Uuid;
+use wiremock::{
+    Mock, MockServer,
+    matchers::{header, path_regex},
+};
+
+const REPO: &str = "octo/app";
+const HEAD: &str = "1f3c5e7a9b2d4f6081a3c5e7092b4d6f8a1c3e50";
+const LATER: &str = "2a4c6e8b0d1f3a5c7e9b1d3f5a7c9e1b3d5f7a90";
+const TOKEN: &str = "ghs_comment_token";
+const HOOK_SECRET: &str = "gh-hook-secret-for-tests";
+
+/// A fake GitHub (issue comments, check runs) and a worker writing PR
+/// comments for [`REPO`] to it, with fast retries.
+async fn comment_worker(db: &TestDb, issues: &FakeIssues) -> (MockServer, faultline_tests::Worker) {
+    let fake = MockServer::start().await;
+    Mock::given(path_regex("/check-runs"))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(FakeChecks::default())
+        .mount(&fake)
+        .await;
+    Mock::given(path_regex(
+        "^/repos/octo/app/(issues|commits/[0-9a-f]+/pulls)",
+    ))
+    .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+    .respond_with(issues.clone())
+    .mount(&fake)
+    .await;
+    let api = fake.uri();
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITHUB_API_URL", api.as_str()),
+        ("NOTIFY_GITHUB_PR_COMMENTS", REPO),
+        ("NOTIFY_CONSOLE_URL", "https://faultline.example.com"),
+        ("NOTIFY_RETRY_BASE", "100ms"),
+        ("NOTIFY_RETRY_MAX", "1s"),
+        ("NOTIFY_POLL_INTERVAL", "100ms"),
+    ];
+    let worker = db.worker("w1", &env);
+    (fake, worker)
+}
+
+/// A failed GitHub Actions job `job` of commit `sha`, stored as the webhook
+/// handler stores it (`pulls`: the pull requests the delivery named); its run.
+async fn failed_job(db: &TestDb, job: &str, sha: &str, pulls: &[u64], log: &str) -> Uuid {
+    let event = NewEvent {
+        dedup_key: format!("github:delivery:{job}:{sha}"),
+        source: "github".into(),
+        job_name: Some(job.into()),
+        repository: Some(REPO.into()),
+        commit_sha: Some(sha.into()),
+        payload: json!({"github": {"repository": REPO, "head_sha": sha,
+                                   "head_branch": "feature", "pull_requests": pulls}}),
+        ..NewEvent::default()
+    };
+    let limits = RunLimits {
+        max_iterations: 8,
+        max_attempts: 5,
+        priority: 10,
+        shadowed: false,
+    };
+    storage::ingest(&db.pool, &Broker::Postgres, &event, log.as_bytes(), limits)
+        .await
+        .unwrap()
+        .run_id
+}
+
+fn assertion_log(test: &str) -> String {
+    format!(
+        "##[group]Run pytest\npytest -q\n##[endgroup]\n\
+         =================================== FAILURES ===================================\n\
+         ________________________________ {test} ________________________________\n\
+         \n    def {test}():\n>       assert total([1, 2]) == 4\nE       assert 3 == 4\n\
+         \ntests/test_total.py:12: AssertionError\n\
+         =========================== short test summary info ============================\n\
+         FAILED tests/test_total.py::{test} - assert 3 == 4\n\
+         ========================= 1 failed, 20 passed in 0.31s =========================\n\
+         ##[error]Process completed with exit code 1.\n"
+    )
+}
+
+async fn wait_delivered(db: &TestDb, run: Uuid) {
+    wait_until(Duration::from_secs(60), || async {
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM notification_outbox WHERE run_id = $1")
+                .bind(run)
+                .fetch_optional(&db.pool)
+                .await
+                .unwrap();
+        (status.as_deref() == Some("delivered")).then_some(())
+    })
+    .await
+}
+
+/// The comment row once it is clean (written) with `writes` ≥ `min_writes`.
+async fn wait_written(db: &TestDb, pr: i64, min_writes: i32) -> pr_comments::PrComment {
+    wait_until(Duration::from_secs(30), || async {
+        pr_comments::get(&db.pool, REPO, pr)
+            .await
+            .unwrap()
+            .filter(|c| !c.dirty && c.writes >= min_writes)
+    })
+    .await
+}
+
+/// Faultline's comments on pull request `pr`.
+fn ours(issues: &FakeIssues, pr: u64) -> Vec<faultline_tests::fakes::IssueComment> {
+    issues
+        .comments()
+        .into_iter()
+        .filter(|c| c.issue == pr && c.body.starts_with("<!-- faultline:pr-comment -->"))
+        .collect()
+}
+
+/// A signed `workflow_run` delivery that passed on `sha` of branch `feature`.
+async fn green_run(base: &str, sha: &str, pr: u64) -> Value {
+    let body = json!({
+        "action": "completed",
+        "workflow_run": {
+            "id": 30433700, "name": "CI", "workflow_id": 161335, "run_number": 12, "run_attempt": 1,
+            "head_sha": sha, "head_branch": "feature", "conclusion": "success", "status": "completed",
+            "logs_url": "https://api.github.com/repos/octo/app/actions/runs/30433700/logs",
+            "html_url": "https://github.com/octo/app/actions/runs/30433700",
+            "pull_requests": [{"id": 1, "number": pr, "url": format!("https://api.github.com/repos/octo/app/pulls/{pr}"),
+                               "head": {"ref": "feature", "sha": sha}, "base": {"ref": "main", "sha": HEAD}}],
+        },
+        "repository": {"full_name": REPO, "url": "https://api.github.com/repos/octo/app"},
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut mac = Hmac::<Sha256>::new_from_slice(HOOK_SECRET.as_bytes()).unwrap();
+    mac.update(&bytes);
+    let signature = format!(
+        "sha256={}",
+        faultline_shared::hex(&mac.finalize().into_bytes())
+    );
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/webhooks/github"))
+        .header("content-type", "application/json")
+        .header("x-github-event", "workflow_run")
+        .header("x-github-delivery", "0b0b0b0b-cc78-11e3-81ab-4c9367dc0958")
+        .header("x-hub-signature-256", signature)
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    resp.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn three_failed_jobs_share_one_comment_updated_in_place_until_a_later_run_passes() {
+    let db = TestDb::new().await;
+    let issues = FakeIssues::default();
+    // Jobs of a workflow_job delivery name no pull request: GitHub's
+    // commit → pull requests look-up does.
+    issues.open_pull(HEAD, 7);
+    let (_fake, _worker) = comment_worker(&db, &issues).await;
+
+    let build = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
+    wait_delivered(&db, build).await;
+    let first = wait_written(&db, 7, 1).await;
+    let tests_a = failed_job(
+        &db,
+        "CI / test (3.11)",
+        HEAD,
+        &[],
+        &assertion_log("test_total"),
+    )
+    .await;
+    let tests_b = failed_job(
+        &db,
+        "CI / test (3.12)",
+        HEAD,
+        &[],
+        &assertion_log("test_total"),
+    )
+    .await;
+    for run in [tests_a, tests_b] {
+        wait_delivered(&db, run).await;
+    }
+    wait_until(Duration::from_secs(30), || async {
+        let c = ours(&issues, 7);
+        let body = c.first().map(|c| c.body.clone()).unwrap_or_default();
+        (body.contains("3 failed jobs")).then_some(())
+    })
+    .await;
+    let comments = ours(&issues, 7);
+    assert_eq!(comments.len(), 1, "one comment per pull request");
+    assert_eq!(
+        issues.write_count("POST"),
+        1,
+        "created once, then edited: {:?}",
+        issues.writes()
+    );
+    assert!(issues.write_count("PATCH") >= 1);
+    let body = &comments[0].body;
+    for job in ["CI / build", "CI / test (3.11)", "CI / test (3.12)"] {
+        assert!(
+            body.contains(&format!("`{job}`")),
+            "{job} missing from:\n{body}"
+        );
+    }
+    // The two test jobs failed the same way: one section for both.
+    assert!(body.contains("2 distinct failures"), "{body}");
+    assert!(body.contains("<details><summary>"), "{body}");
+    assert!(
+        body.contains("INFRA_ERROR") && body.contains("TEST_FAILURE"),
+        "{body}"
+    );
+    assert!(
+        body.contains("`test_total`"),
+        "the failing test is named:\n{body}"
+    );
+    assert!(
+        body.contains("https://faultline.example.com/ui/analyses/"),
+        "{body}"
+    );
+    assert_eq!(first.comment_id, Some(comments[0].id as i64));
+
+    // A later commit of the pull request passes: the comment says so.
+    let serve = db.serve(&[("GITHUB_WEBHOOK_SECRET", HOOK_SECRET)]).await;
+    let answer = green_run(&serve.base, LATER, 7).await;
+    assert_eq!(answer["recorded"], "success", "{answer}");
+    wait_until(Duration::from_secs(30), || async {
+        ours(&issues, 7)
+            .first()
+            .filter(|c| c.body.contains("A later run passed"))
+            .map(|_| ())
+    })
+    .await;
+    let comments = ours(&issues, 7);
+    assert_eq!(comments.len(), 1);
+    assert!(comments[0].body.contains("2a4c6e8"), "{}", comments[0].body);
+    if std::env::var_os("FAULTLINE_SHOW_COMMENT").is_some() {
+        eprintln!("{}", comments[0].body);
+    }
+    assert_eq!(issues.write_count("POST"), 1, "still the same comment");
+}
+
+#[tokio::test]
+async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_a_second_comment() {
+    let db = TestDb::new().await;
+    let issues = FakeIssues::default();
+    issues.comment_as_someone(7, "Looks good to me");
+    // The first POST creates the comment, but its answer is lost: the
+    // retry finds it by its marker instead of posting another.
+    issues.fail_write(0, true);
+    let (_fake, _worker) = comment_worker(&db, &issues).await;
+
+    let a = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
+    wait_delivered(&db, a).await;
+    let row = wait_written(&db, 7, 1).await;
+    assert_eq!(ours(&issues, 7).len(), 1);
+    assert_eq!(
+        issues.comments().len(),
+        2,
+        "the person's comment is left alone"
+    );
+    assert_eq!(issues.write_count("POST"), 1, "{:?}", issues.writes());
+    let id = ours(&issues, 7)[0].id;
+    assert_eq!(row.comment_id, Some(id as i64));
+
+    // Someone edits ours and reacts 👎: the next job rewrites it, counts
+    // the edit, and records the reaction.
+    issues.edit(id, "I replaced this text");
+    issues.react(id, false);
+    let b = failed_job(&db, "CI / lint", HEAD, &[7], &assertion_log("test_lint")).await;
+    wait_delivered(&db, b).await;
+    let row = wait_written(&db, 7, 2).await;
+    assert_eq!((row.human_edits, row.thumbs_down, row.thumbs_up), (1, 1, 0));
+    let comments = ours(&issues, 7);
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0].body.contains("`CI / lint`"),
+        "{}",
+        comments[0].body
+    );
+
+    // Someone deletes it: the next job posts it again, once.
+    issues.delete(id);
+    let c = failed_job(&db, "CI / docs", HEAD, &[7], &oom_log()).await;
+    wait_delivered(&db, c).await;
+    let row = wait_written(&db, 7, 3).await;
+    assert_eq!(row.recreated, 1);
+    let comments = ours(&issues, 7);
+    assert_eq!(comments.len(), 1);
+    assert_ne!(comments[0].id, id);
+    assert_eq!(issues.write_count("POST"), 2);
+    assert!(
+        comments[0].body.contains("3 failed jobs"),
+        "{}",
+        comments[0].body
+    );
+
+    // A commit with no open pull request: delivered, no comment anywhere.
+    let lone = failed_job(&db, "CI / build", LATER, &[], &oom_log()).await;
+    wait_delivered(&db, lone).await;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM pr_comments")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
