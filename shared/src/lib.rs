@@ -20,6 +20,7 @@
 pub mod config;
 pub mod db;
 pub mod metrics;
+pub mod pr_comment;
 pub mod queue;
 pub mod rollout;
 pub mod specifics;

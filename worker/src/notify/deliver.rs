@@ -12,6 +12,7 @@ use faultline_shared::{
     Origin, RunStatus, Specifics,
     config::{ExposeSecret, SecretString},
     hex,
+    pr_comment::repository_path,
 };
 
 pub const WEBHOOK: &str = "webhook";
@@ -433,30 +434,6 @@ pub fn annotations(specifics: &Specifics) -> Vec<Value> {
         }));
     }
     out
-}
-
-/// A file as the log names it, as a path in the repository: CI
-/// workspaces' absolute prefixes (GitHub-hosted and container runners,
-/// Travis, GitLab, Jenkins) and `./` are cut; `None` for a path outside
-/// the checkout or one that climbs out of it.
-pub(crate) fn repository_path(file: &str) -> Option<String> {
-    static WORKSPACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"^(?:/home/runner/work/[^/]+/[^/]+/|/Users/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
-        )
-        .expect("valid regex")
-    });
-    let file = file.trim().replace('\\', "/");
-    let file = WORKSPACE.replace(&file, "");
-    let mut file = file.as_ref();
-    while let Some(rest) = file.strip_prefix("./") {
-        file = rest;
-    }
-    let bad = file.is_empty()
-        || file.starts_with('/')
-        || file.contains(':')
-        || file.split('/').any(|s| s == ".." || s.is_empty());
-    (!bad).then(|| file.to_string())
 }
 
 /// `{api}/repos/{owner}/{name}/{tail…}`, each segment percent-encoded:

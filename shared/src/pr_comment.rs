@@ -1,0 +1,429 @@
+//! The pull-request comment's text (issue 32): every failed job of a
+//! pull request's head commit, grouped by failure, in GitHub Markdown —
+//! written by the worker's notifier, previewed by `faultline pr-comment`.
+//! Log text in it is escaped: it cannot mention, link, open HTML or break
+//! out of a section.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    Origin,
+    specifics::Specifics,
+    storage::pr_comments::{CommitJob, PrComment},
+    text::truncate_chars,
+    types::RunStatus,
+};
+
+/// The first line of every Faultline pull-request comment: how it is found again.
+pub const MARKER: &str = "<!-- faultline:pr-comment -->";
+/// Most bytes of a comment's body (GitHub refuses more than 65,536 characters).
+const MAX_BODY: usize = 60_000;
+
+/// The web address of the GitHub whose API is `api`: `https://github.com`
+/// for `https://api.github.com`, `https://host` for Enterprise's
+/// `https://host/api/v3`.
+pub fn web_base(api: &str) -> String {
+    let api = api.trim_end_matches('/');
+    if let Some(rest) = api.strip_prefix("https://api.") {
+        return format!("https://{rest}");
+    }
+    api.strip_suffix("/api/v3").unwrap_or(api).to_string()
+}
+
+/// The body of the comment on `comment`'s pull request: its head commit's
+/// failed jobs (`jobs`), grouped by failure (the same fingerprint, else
+/// the same category and root cause), each in a collapsible section.
+pub fn render(comment: &PrComment, jobs: &[CommitJob], web: &str, console: Option<&str>) -> String {
+    let sha = &comment.head_sha;
+    let short = &sha[..sha.len().min(7)];
+    let mut groups: Vec<(String, Vec<&CommitJob>)> = Vec::new();
+    for job in jobs {
+        let result = job.run.result.clone().unwrap_or(Value::Null);
+        let key = job.run.fingerprint.clone().unwrap_or_else(|| {
+            format!(
+                "{}|{}",
+                result["category"].as_str().unwrap_or(""),
+                result["root_cause"].as_str().unwrap_or("")
+            )
+        });
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(job),
+            None => groups.push((key, vec![job])),
+        }
+    }
+    let mut out = format!("{MARKER}\n### Faultline: ");
+    let failed = jobs.len();
+    out.push_str(&format!(
+        "{failed} failed job{} on {short}",
+        if failed == 1 { "" } else { "s" }
+    ));
+    if groups.len() > 1 {
+        out.push_str(&format!(", {} distinct failures", groups.len()));
+    }
+    out.push('\n');
+    if let (Some(passed), job) = (&comment.passed_sha, &comment.passed_job) {
+        let p = &passed[..passed.len().min(7)];
+        out.push_str(&format!(
+            "\n> [!NOTE]\n> **A later run passed:** {} on {p}. What follows is the last failure of this pull request, on {short}.\n",
+            md(job.as_deref().unwrap_or("a job"))
+        ));
+    }
+    for (_, list) in &groups {
+        let first = list[0];
+        let result = first.run.result.clone().unwrap_or(Value::Null);
+        let (origin, why) = Origin::of_result(&result);
+        let category = first.run.category.map_or("UNKNOWN", |c| c.as_str());
+        let root = one_line(result["root_cause"].as_str().unwrap_or("no answer"));
+        let names: Vec<String> = list
+            .iter()
+            .map(|j| format!("`{}`", code(j.job_name.as_deref().unwrap_or("job"))))
+            .collect();
+        // A summary is HTML: Markdown is not read inside it.
+        let jobs: Vec<String> = list
+            .iter()
+            .map(|j| {
+                format!(
+                    "<code>{}</code>",
+                    html(j.job_name.as_deref().unwrap_or("job"))
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "\n<details><summary><b>{}</b> · {category} · {}: {}</summary>\n\n",
+            origin.label(),
+            jobs.join(", "),
+            html(&first_sentence(&root, 140))
+        ));
+        out.push_str(&format!("**Jobs:** {}\n\n", names.join(", ")));
+        if !why.is_empty() {
+            out.push_str(&format!("**Origin:** {}\n\n", md(&why.join("; "))));
+        }
+        out.push_str(&format!("**Root cause:** {}\n\n", md(&root)));
+        let specifics: Specifics =
+            serde_json::from_value(result["specifics"].clone()).unwrap_or_default();
+        if !specifics.failing_tests.is_empty() {
+            let tests: Vec<String> = specifics
+                .failing_tests
+                .iter()
+                .take(10)
+                .map(|t| format!("`{}`", code(&t.name)))
+                .collect();
+            let more = specifics.failing_tests.len().saturating_sub(10);
+            out.push_str(&format!(
+                "**Failing tests:** {}{}\n\n",
+                tests.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let first_diagnostic = specifics
+            .diagnostic
+            .iter()
+            .chain(&specifics.diagnostics)
+            .next();
+        if let Some(d) = first_diagnostic {
+            let message = d.message.as_deref().unwrap_or("");
+            let at = d.file.as_deref().and_then(repository_path).map(|path| {
+                match d.line.filter(|l| *l > 0) {
+                    Some(line) => format!(
+                        "[`{}:{line}`]({web}/{}/blob/{sha}/{}#L{line})",
+                        code(&path),
+                        comment.repository,
+                        url_path(&path)
+                    ),
+                    None => format!("`{}`", code(&path)),
+                }
+            });
+            out.push_str(&format!(
+                "**First error:** {}{} {}\n\n",
+                at.map(|a| format!("{a} ")).unwrap_or_default(),
+                md(&d.tool),
+                md(truncate_chars(&one_line(message), 300))
+            ));
+        }
+        if let Some(fix) = result["fix"].as_str().filter(|f| !f.is_empty()) {
+            out.push_str(&format!("**Fix:** {}\n\n", md(&one_line(fix))));
+        }
+        let review = if first.run.status == RunStatus::NeedsReview {
+            " — waiting for human review"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "Confidence {:.2}{review}",
+            first.run.confidence.unwrap_or(0.0)
+        ));
+        if let Some(base) = console {
+            let links: Vec<String> = list
+                .iter()
+                .map(|j| format!("[analysis]({base}/ui/analyses/{})", j.run.id))
+                .collect();
+            out.push_str(&format!(" · {}", links.join(" · ")));
+        }
+        out.push_str("\n</details>\n");
+        if out.len() > MAX_BODY {
+            break;
+        }
+    }
+    out.push_str("\n<sub>Faultline · 👍 / 👎 on this comment tell us whether it helped.</sub>\n");
+    crate::text::truncate_bytes(&out, MAX_BODY).to_string()
+}
+
+/// A repository path in a URL: every byte but `A-Z a-z 0-9 - . _ ~ /`
+/// percent-encoded.
+fn url_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Newlines and runs of spaces folded: one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Log text in Markdown, on one line after a label: no HTML, no mention,
+/// no link or image of its own, no emphasis or code span it did not mean.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '@' => out.push_str("@\u{200b}"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Log text inside HTML (a `<summary>`): escaped, no mention.
+fn html(text: &str) -> String {
+    one_line(text)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('[', "&#91;")
+        .replace(']', "&#93;")
+        .replace('@', "@\u{200b}")
+}
+
+/// The first sentence of `text`, at most `max` characters.
+fn first_sentence(text: &str, max: usize) -> String {
+    let line = one_line(text);
+    let end = line.find(". ").map_or(line.len(), |i| i + 1);
+    let sentence = &line[..end];
+    if sentence.chars().count() <= max {
+        sentence.to_string()
+    } else {
+        format!("{}…", truncate_chars(sentence, max - 1))
+    }
+}
+
+/// Text inside a code span: backticks cannot close it, and no tag shows
+/// through a renderer that reads HTML there.
+fn code(text: &str) -> String {
+    one_line(text)
+        .replace('`', "'")
+        .replace('<', "‹")
+        .replace('>', "›")
+}
+
+/// Hex SHA-256 of a body: how a write knows whether the comment changed.
+pub fn sha256(body: &str) -> String {
+    crate::hex(&Sha256::digest(body.as_bytes()))
+}
+
+/// A file as the log names it, as a path in the repository: CI
+/// workspaces' absolute prefixes (GitHub-hosted and container runners,
+/// Travis, GitLab, Jenkins) and `./` are cut; `None` for a path outside
+/// the checkout or one that climbs out of it.
+pub fn repository_path(file: &str) -> Option<String> {
+    static WORKSPACE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^(?:/home/runner/work/[^/]+/[^/]+/|/Users/runner/work/[^/]+/[^/]+/|/__w/[^/]+/[^/]+/|/github/workspace/|[A-Za-z]:/a/[^/]+/[^/]+/|/home/travis/build/[^/]+/[^/]+/|/builds/[^/]+/[^/]+/|/(?:var/lib/jenkins|var/jenkins_home|home/jenkins(?:/agent)?)/workspace/[^/]+/)",
+        )
+        .expect("valid regex")
+    });
+    let file = file.trim().replace('\\', "/");
+    let file = WORKSPACE.replace(&file, "");
+    let mut file = file.as_ref();
+    while let Some(rest) = file.strip_prefix("./") {
+        file = rest;
+    }
+    let bad = file.is_empty()
+        || file.starts_with('/')
+        || file.contains(':')
+        || file.split('/').any(|s| s == ".." || s.is_empty());
+    (!bad).then(|| file.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{storage::runs::RunRow, types::RunStatus};
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::*;
+    use serde_json::json;
+
+    fn comment() -> PrComment {
+        PrComment {
+            repository: "octo/app".into(),
+            pr_number: 7,
+            head_branch: Some("feature".into()),
+            head_sha: "1f3c5e7a9b2d4f6081a3c5e7092b4d6f8a1c3e50".into(),
+            passed_sha: None,
+            passed_job: None,
+            comment_id: None,
+            body_sha256: None,
+            human_edits: 0,
+            recreated: 0,
+            thumbs_up: 0,
+            thumbs_down: 0,
+            writes: 0,
+            version: 1,
+            dirty: true,
+            attempts: 0,
+            last_error: None,
+        }
+    }
+
+    fn job(name: &str, fingerprint: &str, result: Value) -> CommitJob {
+        let now = Utc::now();
+        CommitJob {
+            run: RunRow {
+                id: Uuid::now_v7(),
+                event_id: Uuid::now_v7(),
+                status: RunStatus::Completed,
+                priority: 10,
+                reasoner: "heuristic".into(),
+                iteration: 3,
+                max_iterations: 8,
+                attempts: 1,
+                max_attempts: 5,
+                next_attempt_at: now,
+                last_error: None,
+                lease_owner: None,
+                lease_expires_at: None,
+                lease_epoch: 1,
+                fingerprint: Some(fingerprint.into()),
+                category: serde_json::from_value(result["category"].clone()).ok(),
+                confidence: Some(0.9),
+                result: Some(result),
+                failure_reason: None,
+                tokens_in: 0,
+                tokens_out: 0,
+                cost_usd: 0.0,
+                created_at: now,
+                updated_at: now,
+                started_at: Some(now),
+                finished_at: Some(now),
+                traceparent: None,
+                prompt_version: None,
+                shadow_of: None,
+            },
+            job_name: Some(name.into()),
+        }
+    }
+
+    #[test]
+    fn jobs_that_fail_alike_share_a_section_and_the_first_error_links_to_its_line() {
+        let compile = json!({
+            "category": "CODE_ERROR", "origin": "this_change",
+            "origin_evidence": ["job `CI / build` passed on main before this change"],
+            "root_cause": "A type error. The compiler stopped.", "fix": "Fix the type.",
+            "specifics": {"diagnostic": {"tool": "tsc", "file": "/home/runner/work/app/app/src/a b.ts",
+                                         "line": 3, "code": "TS2322", "message": "Type 'string' is not assignable"}},
+        });
+        let jobs = vec![
+            job("CI / build (node 20)", "fp-a", compile.clone()),
+            job("CI / build (node 22)", "fp-a", compile),
+            job(
+                "CI / e2e",
+                "fp-b",
+                json!({"category": "INFRA_ERROR", "origin": "infrastructure",
+                                          "root_cause": "Connection refused.", "fix": "Retry."}),
+            ),
+        ];
+        let body = render(
+            &comment(),
+            &jobs,
+            "https://github.com",
+            Some("https://f.example"),
+        );
+        assert!(body.starts_with(MARKER));
+        assert!(
+            body.contains("3 failed jobs on 1f3c5e7, 2 distinct failures"),
+            "{body}"
+        );
+        assert_eq!(body.matches("<details>").count(), 2, "{body}");
+        assert!(body.contains("<summary><b>this change</b> · CODE_ERROR · <code>CI / build (node 20)</code>, <code>CI / build (node 22)</code>: A type error.</summary>"), "{body}");
+        assert!(
+            body.contains("[`src/a b.ts:3`](https://github.com/octo/app/blob/1f3c5e7a9b2d4f6081a3c5e7092b4d6f8a1c3e50/src/a%20b.ts#L3)"),
+            "{body}"
+        );
+        assert!(body.contains("passed on main before this change"), "{body}");
+        assert!(body.contains("https://f.example/ui/analyses/"), "{body}");
+        assert!(!body.contains("A later run passed"));
+    }
+
+    #[test]
+    fn log_text_cannot_mention_link_or_open_html_in_the_comment() {
+        let hostile = json!({
+            "category": "TEST_FAILURE",
+            "root_cause": "@octo/admins see [here](https://evil.example) <img src=x onerror=alert(1)> `x`",
+            "fix": "**now** ![i](https://evil.example/i.png)",
+        });
+        let body = render(
+            &comment(),
+            &[job("CI </summary><script>", "fp", hostile)],
+            "https://github.com",
+            None,
+        );
+        assert!(!body.contains("@octo"), "{body}");
+        assert!(
+            !body.contains("<img") && !body.contains("<script>"),
+            "{body}"
+        );
+        assert!(
+            !body.contains("[here](") && !body.contains("![i]("),
+            "{body}"
+        );
+        assert!(!body.contains("**now**"), "{body}");
+        assert_eq!(body.matches("</summary>").count(), 1, "{body}");
+    }
+
+    #[test]
+    fn a_later_pass_is_said_first_and_enterprise_links_go_to_its_host() {
+        let mut c = comment();
+        c.passed_sha = Some("2a4c6e8b0d1f3a5c7e9b1d3f5a7c9e1b3d5f7a90".into());
+        c.passed_job = Some("CI / test".into());
+        let body = render(&c, &[], "https://github.com", None);
+        assert!(
+            body.contains("**A later run passed:** CI / test on 2a4c6e8"),
+            "{body}"
+        );
+        assert_eq!(web_base("https://api.github.com"), "https://github.com");
+        assert_eq!(
+            web_base("https://ghe.example.com/api/v3/"),
+            "https://ghe.example.com"
+        );
+    }
+}
