@@ -1,4 +1,6 @@
 //! `faultline-train SHARED_DATA_DIR [--out FILE] [--check] [--oof FILE]`: trains the
+//! excerpt's block ranker (`analysis/model/ranker.json`, beside `--out`,
+//! from `logchunks-dev`'s labelled failure lines) and the
 //! diagnosis model (`analysis/model/diagnosis.json`) from the labelled sets
 //! beside the project and prints its repository-grouped out-of-fold
 //! figures. Deterministic: the same data gives the same file, byte for
@@ -26,6 +28,7 @@ use faultline_analysis::Category;
 use faultline_analysis::diagnose::learn::{self, Example, Options};
 use faultline_analysis::diagnose::model::{self, CLASSES, Model};
 use faultline_analysis::diagnose::{EXCERPT_LINES, features};
+use faultline_analysis::logs::ranker::{self, RankExample, RankOptions, Ranker};
 use faultline_analysis::logs::{ExcerptOptions, excerpt_file};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -282,6 +285,156 @@ fn run(data: &Path, out: &Path, check: bool, oof_out: Option<&Path>) -> Result<b
     Ok(true)
 }
 
+/// The non-blank lines of `text`, trimmed, split where Python's
+/// `splitlines` splits (how the excerpt scorer compares lines).
+fn line_set(text: &str) -> std::collections::HashSet<String> {
+    text.split([
+        '\n', '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}',
+        '\u{2029}',
+    ])
+    .map(str::trim)
+    .filter(|l| !l.is_empty())
+    .map(str::to_string)
+    .collect()
+}
+
+/// Every labelled dev log's candidate blocks, with each block's F1
+/// against the labelled failure lines.
+fn rank_examples(data: &Path) -> Result<(Vec<RankExample>, String), String> {
+    use std::io::Read;
+    let labels = data.join("logchunks-dev/labels.jsonl");
+    let rows = read_jsonl(&labels)?;
+    let opts = ExcerptOptions {
+        candidates: true,
+        ..ExcerptOptions::default()
+    };
+    let mut out = Vec::new();
+    for row in rows {
+        let (Some(log), Some(repo), Some(chunk)) = (
+            row["log"].as_str(),
+            row["repo"].as_str(),
+            row["chunk"].as_str(),
+        ) else {
+            continue;
+        };
+        let path = data.join("logchunks-dev").join(log);
+        let ex = excerpt_file(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut raw = Vec::new();
+        flate2::read::MultiGzDecoder::new(
+            std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+        )
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&raw);
+        let lines: Vec<&str> = text.split('\n').collect();
+        let gold = line_set(chunk);
+        let mut features = Vec::new();
+        let mut f1 = Vec::new();
+        for c in &ex.candidates {
+            let mut got = std::collections::HashSet::new();
+            for n in &c.line_nos {
+                if let Some(l) = lines.get(*n as usize - 1) {
+                    got.extend(line_set(l));
+                }
+            }
+            let hit = got.intersection(&gold).count() as f64;
+            let p = if got.is_empty() {
+                0.0
+            } else {
+                hit / got.len() as f64
+            };
+            let r = if gold.is_empty() {
+                0.0
+            } else {
+                hit / gold.len() as f64
+            };
+            f1.push(if p + r > 0.0 {
+                2.0 * p * r / (p + r)
+            } else {
+                0.0
+            });
+            features.push(c.features.iter().map(|v| f64::from(*v)).collect());
+        }
+        out.push(RankExample {
+            features,
+            f1,
+            group: repo.to_string(),
+        });
+    }
+    Ok((out, sha256_of(&labels)?))
+}
+
+/// Trains the block ranker (`analysis/model/ranker.json`), printing its
+/// repository-grouped out-of-fold figures; with `check`, only compares.
+fn train_ranker(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
+    let (examples, digest) = rank_examples(data)?;
+    let opts = RankOptions::default();
+    let mut groups: Vec<&str> = examples.iter().map(|e| e.group.as_str()).collect();
+    groups.sort();
+    groups.dedup();
+    let fold_of = |g: &str| groups.iter().position(|x| *x == g).unwrap_or(0) % FOLDS;
+    let mut oof = 0.0;
+    for k in 0..FOLDS {
+        let train: Vec<&RankExample> = examples.iter().filter(|e| fold_of(&e.group) != k).collect();
+        let w = ranker::fit(&train, opts);
+        oof += examples
+            .iter()
+            .filter(|e| fold_of(&e.group) == k)
+            .map(|e| ranker::top_f1(e, &w))
+            .sum::<f64>();
+    }
+    let n = examples.len().max(1) as f64;
+    let oof = round(oof / n, 3);
+    let oracle = round(
+        examples
+            .iter()
+            .map(|e| e.f1.iter().copied().fold(0.0, f64::max))
+            .sum::<f64>()
+            / n,
+        3,
+    );
+    println!(
+        "ranker: {} logs of {} repositories; out of fold, the first block's F1 {oof:.3} (the best block's: {oracle:.3})",
+        examples.len(),
+        groups.len()
+    );
+    let all: Vec<&RankExample> = examples.iter().collect();
+    let w = ranker::fit(&all, opts);
+    let r = Ranker {
+        about: "Faultline's block ranker: exp(weights . features) over a log's candidate blocks \
+                (analysis/src/logs/ranker.rs), written by `make train` \
+                (analysis/src/bin/faultline-train.rs); do not edit by hand"
+            .into(),
+        features: ranker::FEATURES.iter().map(|s| s.to_string()).collect(),
+        weights: w.iter().map(|v| round(*v, 4)).collect(),
+        provenance: json!({
+            "data": {"logchunks-dev/labels.jsonl": digest},
+            "logs": examples.len(),
+            "repositories": groups.len(),
+            "target": "per log, the candidate blocks whose lines are closest (F1) to the labelled failure lines",
+            "training": {"l2": opts.l2, "iterations": opts.iterations, "step": opts.step},
+            "validation": format!("{FOLDS}-fold cross-validation grouped by repository (sorted names, i mod {FOLDS})"),
+            "out_of_fold": {"first_block_f1": oof, "best_block_f1": oracle},
+        }),
+    };
+    let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n";
+    if check {
+        let shipped = std::fs::read_to_string(out).unwrap_or_default();
+        if shipped != text {
+            eprintln!(
+                "faultline-train: {} differs from what the data trains",
+                out.display()
+            );
+            return Ok(false);
+        }
+        println!("{} is what the data trains, byte for byte", out.display());
+        return Ok(true);
+    }
+    std::fs::write(out, &text).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(true)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut data = None;
@@ -319,6 +472,15 @@ fn main() -> ExitCode {
         eprintln!("usage: faultline-train SHARED_DATA_DIR [--out FILE] [--check] [--oof FILE]");
         return ExitCode::from(2);
     };
+    let ranker_out = out.with_file_name("ranker.json");
+    match train_ranker(&data, &ranker_out, check) {
+        Ok(true) => {}
+        Ok(false) => return ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("faultline-train: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match run(&data, &out, check, oof_out.as_deref()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

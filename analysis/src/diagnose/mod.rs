@@ -321,11 +321,12 @@ fn failed_step(excerpt: &Excerpt) -> (Option<&str>, Option<i32>) {
     )
 }
 
-/// Every recogniser hit on the excerpt's lines and on the log's tail.
+/// Every recogniser hit on the lines the excerpt has the diagnosis read
+/// ([`Excerpt::read_lines`]) and on the log's tail.
 fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
     let mut seen_lines: Vec<u64> = Vec::new();
-    for l in &excerpt.lines {
+    for l in excerpt.read_lines() {
         let text = clean_line(&l.text);
         collect(&mut hits, l.line_no, text.trim());
         seen_lines.push(l.line_no);

@@ -51,7 +51,14 @@ pub struct ExcerptLine {
 /// what the log's structure says about the step that failed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Excerpt {
+    /// The lines shown: the block the learned ranking puts first, and close
+    /// runners-up ([`super::ranker`]).
     pub lines: Vec<ExcerptLine>,
+    /// The lines the diagnosis reads when they are not [`Excerpt::lines`]:
+    /// the block the hand-set ranking puts first (the recognisers' rules
+    /// were written against it). Empty when both rankings agree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<ExcerptLine>,
     pub total_lines: u64,
     pub total_bytes: u64,
     /// Steps whose footer reported a failure, first ones first (at most
@@ -76,6 +83,22 @@ pub struct Excerpt {
     /// the diagnostics a check run annotates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<ExcerptLine>,
+    /// Every candidate block, ranked or not, with the quantities the
+    /// ranker reads: only with [`ExcerptOptions::candidates`] (training).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<super::ranker::Candidate>,
+}
+
+impl Excerpt {
+    /// The lines the diagnosis reads: [`Excerpt::evidence`] when the two
+    /// rankings chose differently, else the lines shown.
+    pub fn read_lines(&self) -> &[ExcerptLine] {
+        if self.evidence.is_empty() {
+            &self.lines
+        } else {
+            &self.evidence
+        }
+    }
 }
 
 /// Most failed steps an [`Excerpt`] records.
@@ -127,6 +150,8 @@ pub struct ExcerptOptions {
     /// normalised) is the job's usual noise, so it neither opens a window
     /// nor counts as signal in one (it may still be context inside a block).
     pub baseline: Option<Arc<Baseline>>,
+    /// Return every candidate block with its features (`faultline-train`).
+    pub candidates: bool,
 }
 
 impl Default for ExcerptOptions {
@@ -140,6 +165,7 @@ impl Default for ExcerptOptions {
             footer_distance: 15,
             secondary_ratio: 0.9,
             baseline: None,
+            candidates: false,
         }
     }
 }
@@ -372,7 +398,7 @@ mod tests {
         assert!(line.text.starts_with("\x1b[31;1mERROR:"));
         assert!(line.score >= 2.0);
         assert!(
-            ex.lines
+            ex.read_lines()
                 .iter()
                 .all(|l| !l.text.contains("Receiving objects"))
         );
@@ -649,11 +675,24 @@ mod tests {
             noise(12)
         );
         let ex = run(&step("make ct", &body, 2));
-        let t = texts(&ex);
+        // What the diagnosis reads (the hand-set ranking's choice).
+        let t: Vec<&str> = ex.read_lines().iter().map(|l| l.text.as_str()).collect();
         assert!(
             t.contains(&"queue_SUITE:requeue_after_nack failed on line 88"),
             "{t:?}"
         );
+        // The diagnosis reads it even where the shown lines are another block.
+        let d = crate::diagnose::diagnose(&ex);
+        assert!(
+            d.findings
+                .iter()
+                .any(|f| f.line.contains("requeue_after_nack")),
+            "{:?}",
+            d.findings
+        );
+        if !ex.evidence.is_empty() {
+            assert_ne!(ex.evidence, ex.lines);
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   redraws, timestamp prefixes, GitHub Actions workflow commands).
 //! - [`score`]: the general failure-signal rules that score cleaned lines,
 //!   plus the repetition sketch.
+//! - [`ranker`]: the learned ranking of candidate blocks (weights shipped as data).
 //! - `window` (private): the streaming window state machine behind `excerpt`.
 //! - [`mod@fingerprint`]: Sentry-style normalisation of failure text and a stable
 //!   fingerprint for grouping similar failures.
@@ -16,6 +17,7 @@ pub mod baseline;
 pub mod clean;
 pub mod excerpt;
 pub mod fingerprint;
+pub mod ranker;
 pub mod score;
 mod window;
 

@@ -9,6 +9,7 @@ use super::excerpt::{
     Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS, MAX_REPORTED,
     TAIL_LINES,
 };
+use super::ranker::Candidate;
 use super::score::{
     ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
 };
@@ -158,6 +159,51 @@ impl Window {
         // Deeper-indented lines continue a block, but only for a while;
         // wrapper lines keep it open but are trimmed if nothing follows.
         Some((deeper && h.info.score >= 0.0 && !h.info.wrapper) || in_report || quoted)
+    }
+
+    /// The quantities that describe it to the ranker, one per
+    /// [`super::ranker::FEATURES`] column.
+    fn features(
+        &self,
+        sketch: &Sketch,
+        total_lines: u64,
+        near: u64,
+        failed_before: bool,
+    ) -> Vec<f32> {
+        let bucket = match self.footer {
+            Some((Footer::Failed, d)) if d <= 3 => 0,
+            Some((Footer::Failed, d)) if d <= near => 1,
+            Some((Footer::Failed, d)) if d <= 4 * near => 2,
+            Some((Footer::Failed, _)) => 3,
+            Some((Footer::Succeeded, _)) if failed_before => 4,
+            Some((Footer::Succeeded, d)) if d <= near => 5,
+            Some((Footer::Succeeded, _)) => 6,
+            _ if failed_before => 7,
+            _ => 8,
+        };
+        let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
+        let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
+            (n + 1, r + u32::from(sketch.count(s.hash) > s.dups + 3))
+        });
+        let mut f = vec![
+            self.max_score,
+            (self.sum_score - self.max_score).max(0.0).ln_1p(),
+        ];
+        for b in 0..9 {
+            f.push(if b == bucket { 1.0 } else { 0.0 });
+        }
+        f.push(self.later_failure as u8 as f32);
+        f.push(self.recognised);
+        f.push(if n > 0 {
+            repeated as f32 / n as f32
+        } else {
+            0.0
+        });
+        f.push(self.last_no as f32 / total_lines.max(1) as f32);
+        f.push(self.tail as u8 as f32);
+        f.push((self.lines.len() as f32).ln_1p());
+        f.push(self.report as u8 as f32);
+        f
     }
 
     /// Score used to rank windows once the whole log is seen.
@@ -574,7 +620,8 @@ impl<'o> State<'o> {
             self.keep_tail(Some((Footer::Failed, 0)));
         }
         let (opts, total, failed) = (self.opts, self.total_lines, self.failed_footer);
-        let mut ranked: Vec<(f32, Window)> = std::mem::take(&mut self.pool)
+        let mut candidates = Vec::new();
+        let windows: Vec<Window> = std::mem::take(&mut self.pool)
             .into_iter()
             .map(|mut w| {
                 // The pool is small: windows the budget skipped are
@@ -583,44 +630,40 @@ impl<'o> State<'o> {
                 if !w.checked {
                     w.recognise();
                 }
-                (
-                    w.value(&self.sketch, total, opts.footer_distance, failed),
-                    w,
-                )
+                w
             })
             .collect();
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let best = ranked.first().map_or(0.0, |r| r.0);
-        let mut lines: Vec<ExcerptLine> = Vec::new();
-        let mut rest: Vec<Window> = Vec::new();
-        for (value, w) in ranked {
-            let room = opts.max_lines.saturating_sub(lines.len());
-            if !rest.is_empty()
-                || room == 0
-                || (!lines.is_empty() && value < opts.secondary_ratio * best)
-            {
-                rest.push(w);
-                continue;
+        // Two rankings of the same blocks: the learned one chooses the
+        // lines people are shown (closest to what a person marks, on
+        // repositories nobody here read); the hand-set one chooses the
+        // lines the diagnosis reads (its rules were written against that
+        // choice, and the learned choice costs them answers on unseen
+        // repositories: docs/diagnosis-model.md, session 5).
+        let mut shown_order = Vec::with_capacity(windows.len());
+        let mut read_order = Vec::with_capacity(windows.len());
+        for (i, w) in windows.iter().enumerate() {
+            let f = w.features(&self.sketch, total, opts.footer_distance, failed);
+            if opts.candidates {
+                candidates.push(Candidate {
+                    line_nos: w
+                        .lines
+                        .iter()
+                        .filter(|s| !s.hidden)
+                        .map(|s| s.line.line_no)
+                        .collect(),
+                    features: f.clone(),
+                });
             }
-            if w.tail && !lines.is_empty() {
-                continue;
-            }
-            let fresh: Vec<ExcerptLine> = w
-                .lines
-                .into_iter()
-                .filter(|s| {
-                    !s.hidden
-                        && !lines
-                            .iter()
-                            .any(|l| l.line_no == s.line.line_no || l.text == s.line.text)
-                })
-                .take(room)
-                .map(|s| s.line)
-                .collect();
-            lines.extend(fresh);
+            shown_order.push((super::ranker::value(&f), i));
+            read_order.push((
+                w.value(&self.sketch, total, opts.footer_distance, failed),
+                i,
+            ));
         }
-        lines.sort_by_key(|l| l.line_no);
-        let aside = aside_lines(rest, &lines, failed);
+        let (lines, _) = select(&windows, shown_order, opts);
+        let (read, rest) = select(&windows, read_order, opts);
+        let aside = aside_lines(rest.into_iter().map(|i| &windows[i]), &read, failed);
+        let evidence = if read == lines { Vec::new() } else { read };
         let skip = self.ring.len().saturating_sub(TAIL_LINES);
         let tail = self
             .ring
@@ -630,14 +673,59 @@ impl<'o> State<'o> {
             .collect();
         Excerpt {
             lines,
+            evidence,
             total_lines: self.total_lines,
             total_bytes: self.total_bytes,
             failed_steps: self.failed_steps,
             tail,
             aside,
             reported: self.reported,
+            candidates,
         }
     }
+}
+
+/// The lines of the best block in `order` (value, index into `windows`)
+/// and of any close runner-up, in log order, at most `max_lines`; and the
+/// blocks left out (not the fallback tail's).
+fn select(
+    windows: &[Window],
+    mut order: Vec<(f32, usize)>,
+    opts: &ExcerptOptions,
+) -> (Vec<ExcerptLine>, Vec<usize>) {
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let best = order.first().map_or(0.0, |r| r.0);
+    let mut lines: Vec<ExcerptLine> = Vec::new();
+    let mut rest = Vec::new();
+    for (value, i) in order {
+        let w = &windows[i];
+        let room = opts.max_lines.saturating_sub(lines.len());
+        if !rest.is_empty()
+            || room == 0
+            || (!lines.is_empty() && value < opts.secondary_ratio * best)
+        {
+            rest.push(i);
+            continue;
+        }
+        if w.tail && !lines.is_empty() {
+            continue;
+        }
+        let fresh: Vec<ExcerptLine> = w
+            .lines
+            .iter()
+            .filter(|s| {
+                !s.hidden
+                    && !lines
+                        .iter()
+                        .any(|l| l.line_no == s.line.line_no || l.text == s.line.text)
+            })
+            .take(room)
+            .map(|s| s.line.clone())
+            .collect();
+        lines.extend(fresh);
+    }
+    lines.sort_by_key(|l| l.line_no);
+    (lines, rest)
 }
 
 /// The signal lines of the candidate blocks the excerpt left out that
@@ -645,7 +733,11 @@ impl<'o> State<'o> {
 /// [`MAX_ASIDE`]): a cause printed away from the report the excerpt shows
 /// (a refused connection above a test report, a compile error before the
 /// tests that it broke) is still evidence.
-fn aside_lines(rest: Vec<Window>, chosen: &[ExcerptLine], failed: bool) -> Vec<ExcerptLine> {
+fn aside_lines<'w>(
+    rest: impl Iterator<Item = &'w Window>,
+    chosen: &[ExcerptLine],
+    failed: bool,
+) -> Vec<ExcerptLine> {
     let mut out: Vec<ExcerptLine> = Vec::new();
     for w in rest {
         let in_failed_step = match w.footer {
@@ -656,7 +748,7 @@ fn aside_lines(rest: Vec<Window>, chosen: &[ExcerptLine], failed: bool) -> Vec<E
         if w.tail || !in_failed_step {
             continue;
         }
-        for s in w.lines {
+        for s in &w.lines {
             if out.len() >= MAX_ASIDE {
                 return out;
             }
@@ -665,7 +757,7 @@ fn aside_lines(rest: Vec<Window>, chosen: &[ExcerptLine], failed: bool) -> Vec<E
             }
             let known = |l: &ExcerptLine| l.line_no == s.line.line_no || l.text == s.line.text;
             if !chosen.iter().any(known) && !out.iter().any(known) {
-                out.push(s.line);
+                out.push(s.line.clone());
             }
         }
     }
