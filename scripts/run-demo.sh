@@ -35,6 +35,10 @@ echo "== review queue"
 "$BIN/faultline" review list
 
 echo
+echo "== the pull-request comment these analyses make (NOTIFY_GITHUB_PR_COMMENTS; \`faultline pr-comment --markdown\` prints what is posted)"
+"$BIN/faultline" pr-comment --recent "$(ls samples/*.log | wc -l)"
+
+echo
 echo "== review console"
 bind=${DEMO_BIND:-127.0.0.1:8080}
 if (exec 3<>"/dev/tcp/${bind%:*}/${bind##*:}") 2>/dev/null; then

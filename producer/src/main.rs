@@ -63,6 +63,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the pull-request comment Faultline writes
+    /// (NOTIFY_GITHUB_PR_COMMENTS) for a commit's analysed jobs, or for
+    /// the newest analyses as if they were one commit's jobs.
+    PrComment {
+        /// `owner/name` of the commit's repository.
+        #[arg(long, requires = "commit")]
+        repository: Option<String>,
+        /// The commit whose failed jobs the comment shows.
+        #[arg(long, requires = "repository")]
+        commit: Option<String>,
+        /// Without a commit: how many of the newest analyses (default 10).
+        #[arg(long, conflicts_with = "commit")]
+        recent: Option<i64>,
+        /// Print GitHub Markdown, as it is posted, instead of the terminal view.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Show a run's status and result.
     Status {
         run: Uuid,
@@ -244,6 +261,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Status { run, json } => show::status(&pool, run, json).await?,
         Command::Trace { run, json } => show::trace(&pool, run, json).await?,
+        Command::PrComment {
+            repository,
+            commit,
+            recent,
+            markdown,
+        } => {
+            let target = repository.zip(commit);
+            show::pr_comment(&pool, target, recent.unwrap_or(10), markdown).await?
+        }
         Command::Review { command } => review::run(&pool, &settings, command).await?,
         Command::Kb {
             command: KbCommand::Load { file },

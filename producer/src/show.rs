@@ -4,14 +4,76 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use faultline_shared::{
-    Specifics,
-    storage::{events, review, runs, steps},
+    Specifics, pr_comment,
+    storage::{events, pr_comments, review, runs, steps},
     tool::{self, Observed, ToolName},
     types::FINAL_ANSWER,
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
+
+/// Prints the pull-request comment for `target`'s (repository, commit)
+/// analysed jobs, or for the newest `recent` analyses: GitHub Markdown, or
+/// its terminal view (bold only on a terminal without `NO_COLOR`). Links go
+/// to `GITHUB_API_URL`'s web host and `NOTIFY_CONSOLE_URL`, as the
+/// notifier's do.
+pub async fn pr_comment(
+    pool: &PgPool,
+    target: Option<(String, String)>,
+    recent: i64,
+    markdown: bool,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let (repository, sha, jobs) = match target {
+        Some((repo, sha)) => {
+            let jobs = pr_comments::jobs_of_commit(pool, &repo, &sha).await?;
+            (repo, sha, jobs)
+        }
+        None => (
+            "local/samples".to_string(),
+            "0000000".to_string(),
+            pr_comments::recent_jobs(pool, recent).await?,
+        ),
+    };
+    if jobs.is_empty() {
+        anyhow::bail!("no finished analysis to show");
+    }
+    let comment = pr_comments::PrComment {
+        repository,
+        pr_number: 0,
+        head_branch: None,
+        head_sha: sha,
+        passed_sha: None,
+        passed_job: None,
+        comment_id: None,
+        body_sha256: None,
+        human_edits: 0,
+        recreated: 0,
+        thumbs_up: 0,
+        thumbs_down: 0,
+        writes: 0,
+        version: 0,
+        dirty: false,
+        attempts: 0,
+        last_error: None,
+    };
+    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
+    let console = std::env::var("NOTIFY_CONSOLE_URL").ok();
+    let body = pr_comment::render(
+        &comment,
+        &jobs,
+        &pr_comment::web_base(&api),
+        console.as_deref().map(|c| c.trim_end_matches('/')),
+    );
+    if markdown {
+        outln!("{body}")?;
+    } else {
+        let ansi = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        outln!("{}", pr_comment::to_terminal(&body, ansi).trim_end())?;
+    }
+    Ok(())
+}
 
 /// 0 when the analysis completed, 2 when it needs review, 3 when it failed.
 pub fn exit_code(run: &runs::RunRow) -> ExitCode {

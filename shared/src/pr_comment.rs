@@ -187,6 +187,69 @@ fn url_path(path: &str) -> String {
     out
 }
 
+/// The comment as a terminal shows it: sections as headed blocks, bold
+/// as bold (ANSI, when `ansi`), HTML entities and Markdown escapes undone,
+/// links as `text <url>`, the hidden marker left out.
+pub fn to_terminal(body: &str, ansi: bool) -> String {
+    let (bold, dim, off) = if ansi {
+        ("\x1b[1m", "\x1b[2m", "\x1b[0m")
+    } else {
+        ("", "", "")
+    };
+    static LINK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\[([^\]]*)\]\((https?://[^)\s]+)\)").expect("valid regex")
+    });
+    static TAG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"</?(?:b|code|summary|details|sub)>").expect("valid regex")
+    });
+    let unescape = |t: &str| -> String {
+        let mut out = String::with_capacity(t.len());
+        let mut chars = t.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' && chars.peek().is_some_and(|n| n.is_ascii_punctuation()) {
+                out.push(chars.next().unwrap_or('\\'));
+            } else if c != '\u{200b}' {
+                out.push(c);
+            }
+        }
+        out.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#91;", "[")
+            .replace("&#93;", "]")
+            .replace("&amp;", "&")
+    };
+    let mut out = String::new();
+    for line in body.lines() {
+        if line == MARKER || line == "</details>" || line.starts_with("> [!NOTE]") {
+            continue;
+        }
+        let line = LINK.replace_all(line, "$1 <$2>");
+        let text = if let Some(h) = line.strip_prefix("### ") {
+            format!("{bold}{}{off}", unescape(h))
+        } else if let Some(rest) = line.strip_prefix("<details><summary>") {
+            let summary = TAG.replace_all(rest, "");
+            format!("\n{bold}▸ {}{off}", unescape(&summary))
+        } else if line.starts_with("<sub>") {
+            format!("{dim}{}{off}", unescape(&TAG.replace_all(&line, "")))
+        } else if let Some(q) = line.strip_prefix("> ") {
+            format!("  {}", unescape(&q.replace("**", "")))
+        } else if let Some(rest) = line.strip_prefix("**") {
+            match rest.split_once(":**") {
+                Some((label, tail)) => format!("  {bold}{label}:{off}{}", unescape(tail)),
+                None => format!("  {}", unescape(&line)),
+            }
+        } else if line.is_empty() {
+            continue;
+        } else {
+            format!("  {}", unescape(&line))
+        };
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out
+}
+
 /// Newlines and runs of spaces folded: one line.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -408,6 +471,32 @@ mod tests {
         );
         assert!(!body.contains("**now**"), "{body}");
         assert_eq!(body.matches("</summary>").count(), 1, "{body}");
+    }
+
+    #[test]
+    fn the_terminal_preview_undoes_the_markdown_and_keeps_the_words() {
+        let hostile = json!({"category": "CODE_ERROR", "root_cause": "a < b in [x](y) @team", "fix": "Fix *it*."});
+        let body = render(
+            &comment(),
+            &[job("CI / build", "fp", hostile)],
+            "https://github.com",
+            Some("https://f.example"),
+        );
+        let t = to_terminal(&body, false);
+        assert!(
+            !t.contains("<!--") && !t.contains("<details>") && !t.contains("\\"),
+            "{t}"
+        );
+        assert!(
+            t.contains("▸ origin unknown · CODE_ERROR · CI / build: a < b in [x](y) @team"),
+            "{t}"
+        );
+        assert!(t.contains("  Fix: Fix *it*."), "{t}");
+        assert!(
+            t.contains("analysis <https://f.example/ui/analyses/"),
+            "{t}"
+        );
+        assert!(to_terminal(&body, true).contains("\x1b[1m"));
     }
 
     #[test]

@@ -270,3 +270,27 @@ pub async fn jobs_of_commit(
         .fetch_all(pool)
         .await
 }
+
+/// The newest `limit` finished analyses of any event (oldest first), as
+/// jobs of one commit: what `faultline pr-comment --recent` previews.
+pub async fn recent_jobs(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<CommitJob>> {
+    static RECENT: LazyLock<String> = LazyLock::new(|| {
+        let cols = RUN_COLUMNS
+            .split(',')
+            .map(|c| format!("r.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "SELECT * FROM (
+                 SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name
+                 FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
+                 WHERE r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review', 'failed')
+                 ORDER BY r.finished_at DESC NULLS LAST LIMIT $1) j
+             ORDER BY j.created_at, j.id"
+        )
+    });
+    sqlx::query_as(RECENT.as_str())
+        .bind(limit.clamp(1, 500))
+        .fetch_all(pool)
+        .await
+}
