@@ -65,6 +65,7 @@ pub async fn pr_comment(
         &jobs,
         &pr_comment::web_base(&api),
         console.as_deref().map(|c| c.trim_end_matches('/')),
+        None,
     );
     if markdown {
         outln!("{body}")?;

@@ -31,10 +31,21 @@ pub fn web_base(api: &str) -> String {
     api.strip_suffix("/api/v3").unwrap_or(api).to_string()
 }
 
+/// Who owns a repository path (CODEOWNERS), as the comment shows it:
+/// `@org/team, @user (CODEOWNERS line 12)`.
+pub type OwnersOf<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// The body of the comment on `comment`'s pull request: its head commit's
 /// failed jobs (`jobs`), grouped by failure (the same fingerprint, else
-/// the same category and root cause), each in a collapsible section.
-pub fn render(comment: &PrComment, jobs: &[CommitJob], web: &str, console: Option<&str>) -> String {
+/// the same category and root cause), each in a collapsible section;
+/// `owners` names who owns the failing file, when it is known.
+pub fn render(
+    comment: &PrComment,
+    jobs: &[CommitJob],
+    web: &str,
+    console: Option<&str>,
+    owners: Option<OwnersOf<'_>>,
+) -> String {
     let sha = &comment.head_sha;
     let short = &sha[..sha.len().min(7)];
     let mut groups: Vec<(String, Vec<&CommitJob>)> = Vec::new();
@@ -144,6 +155,21 @@ pub fn render(comment: &PrComment, jobs: &[CommitJob], web: &str, console: Optio
                 md(&d.tool),
                 md(truncate_chars(&one_line(message), 300))
             ));
+        }
+        // The failing file: the first error's, else the first failing test's.
+        let failing_file = first_diagnostic
+            .and_then(|d| d.file.as_deref())
+            .or_else(|| {
+                specifics
+                    .failing_tests
+                    .iter()
+                    .find_map(|t| t.file.as_deref())
+            })
+            .and_then(repository_path);
+        if let (Some(path), Some(owners)) = (&failing_file, owners)
+            && let Some(who) = owners(path)
+        {
+            out.push_str(&format!("**Owners of `{}`:** {}\n\n", code(path), md(&who)));
         }
         if let Some(fix) = result["fix"].as_str().filter(|f| !f.is_empty()) {
             out.push_str(&format!("**Fix:** {}\n\n", md(&one_line(fix))));
@@ -425,13 +451,22 @@ mod tests {
                                           "root_cause": "Connection refused.", "fix": "Retry."}),
             ),
         ];
+        let owners = |path: &str| {
+            (path == "src/a b.ts").then(|| "@octo/web (CODEOWNERS line 4)".to_string())
+        };
         let body = render(
             &comment(),
             &jobs,
             "https://github.com",
             Some("https://f.example"),
+            Some(&owners),
         );
         assert!(body.starts_with(MARKER));
+        // Named, not mentioned: a failure does not page a team.
+        assert!(
+            body.contains("**Owners of `src/a b.ts`:** @\u{200b}octo/web (CODEOWNERS line 4)"),
+            "{body}"
+        );
         assert!(
             body.contains("3 failed jobs on 1f3c5e7, 2 distinct failures"),
             "{body}"
@@ -459,6 +494,7 @@ mod tests {
             &[job("CI </summary><script>", "fp", hostile)],
             "https://github.com",
             None,
+            None,
         );
         assert!(!body.contains("@octo"), "{body}");
         assert!(
@@ -481,6 +517,7 @@ mod tests {
             &[job("CI / build", "fp", hostile)],
             "https://github.com",
             Some("https://f.example"),
+            None,
         );
         let t = to_terminal(&body, false);
         assert!(
@@ -504,7 +541,7 @@ mod tests {
         let mut c = comment();
         c.passed_sha = Some("2a4c6e8b0d1f3a5c7e9b1d3f5a7c9e1b3d5f7a90".into());
         c.passed_job = Some("CI / test".into());
-        let body = render(&c, &[], "https://github.com", None);
+        let body = render(&c, &[], "https://github.com", None, None);
         assert!(
             body.contains("**A later run passed:** CI / test on 2a4c6e8"),
             "{body}"

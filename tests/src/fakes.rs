@@ -810,6 +810,8 @@ pub struct IssuesState {
     /// Every write: method and path.
     pub writes: Vec<(String, String)>,
     pulls: Vec<(String, u64)>,
+    /// Repository files the contents API serves (any ref).
+    files: Vec<(String, String)>,
     failures: Vec<(usize, bool)>,
     next_id: u64,
 }
@@ -855,6 +857,15 @@ impl FakeIssues {
             .unwrap()
             .pulls
             .push((sha.to_string(), number));
+    }
+
+    /// The repository holds `path` with `text` (at every ref).
+    pub fn file(&self, path: &str, text: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .files
+            .push((path.to_string(), text.to_string()));
     }
 
     /// A comment written by someone else (a person, another bot).
@@ -995,6 +1006,21 @@ impl Respond for FakeIssues {
             return reply;
         }
         match (method.as_str(), &parts[..]) {
+            ("GET", ["repos", _, _, "contents", path @ ..]) => {
+                let path = path.join("/");
+                match st.files.iter().find(|(p, _)| *p == path) {
+                    // Over 1 MB GitHub sends no content, encoding "none".
+                    Some((_, text)) if text.len() > 1 << 20 => {
+                        let mut reply = contents(&path, "");
+                        reply["encoding"] = json!("none");
+                        reply["content"] = json!("");
+                        reply["size"] = json!(text.len());
+                        github_json(reply)
+                    }
+                    Some((_, text)) => github_json(contents(&path, text)),
+                    None => github_error(404, "Not Found"),
+                }
+            }
             ("GET", ["repos", _, _, "commits", sha, "pulls"]) => {
                 let pulls: Vec<Value> = st
                     .pulls

@@ -171,6 +171,11 @@ async fn three_failed_jobs_share_one_comment_updated_in_place_until_a_later_run_
     // Jobs of a workflow_job delivery name no pull request: GitHub's
     // commit → pull requests look-up does.
     issues.open_pull(HEAD, 7);
+    // The last matching line names the owners.
+    issues.file(
+        ".github/CODEOWNERS",
+        "# owners\n*.py @octo/python\ntests/ @octo/qa\n",
+    );
     let (_fake, _worker) = comment_worker(&db, &issues).await;
 
     let build = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
@@ -259,6 +264,8 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     let db = TestDb::new().await;
     let issues = FakeIssues::default();
     issues.comment_as_someone(7, "Looks good to me");
+    // A 10 MB CODEOWNERS: GitHub ignores it, so does the comment.
+    issues.file("CODEOWNERS", &"* @octo/everyone\n".repeat(10 << 16));
     // The first POST creates the comment, but its answer is lost: the
     // retry finds it by its marker instead of posting another.
     issues.fail_write(0, true);

@@ -145,17 +145,30 @@ impl Notifier {
                     return;
                 }
             };
-        let body = pr_comment::render(
-            &comment,
-            &jobs,
-            &pr_comment::web_base(api),
-            self.config.console_url.as_deref(),
-        );
         let gh = deliver::GitHub {
             http: &self.http,
             token,
         };
         let pr = format!("{}#{}", comment.repository, comment.pr_number);
+        // Who owns the failing files: the repository's CODEOWNERS at the
+        // head commit; without one (or unreadable) the comment names none.
+        let owners =
+            pr_comment::code_owners(&gh, api, &comment.repository, &comment.head_sha).await;
+        let owners_of = |path: &str| {
+            let o = owners.as_ref()?.owners_of(path)?;
+            Some(format!(
+                "{} (CODEOWNERS line {})",
+                o.owners.join(", "),
+                o.line
+            ))
+        };
+        let body = pr_comment::render(
+            &comment,
+            &jobs,
+            &pr_comment::web_base(api),
+            self.config.console_url.as_deref(),
+            Some(&owners_of),
+        );
         let outcome = pr_comment::write(&gh, api, &comment, &body).await;
         let recorded = match &outcome {
             Ok(w) => {

@@ -21,6 +21,7 @@ use faultline_shared::{
 use serde_json::{Value, json};
 
 use super::deliver::{GitHub, github_url};
+use crate::sources::codeowners::{self, CodeOwners};
 
 /// Pages of a pull request's comments read to find ours (100 each).
 pub const COMMENT_PAGES: u32 = 10;
@@ -61,6 +62,69 @@ pub(crate) async fn pulls_of(
         .filter(|n| *n > 0)
         .take(MAX_PULLS)
         .collect())
+}
+
+/// The repository's CODEOWNERS at `sha`, read where GitHub reads it (the
+/// first of [`codeowners::LOCATIONS`] that exists, contents API). `None`,
+/// with the reason logged, when there is none, it is 3 MB or more (GitHub
+/// ignores it too), or GitHub does not answer it: the comment then names
+/// no owner, and is written all the same.
+pub(crate) async fn code_owners(
+    gh: &GitHub<'_>,
+    api: &str,
+    repository: &str,
+    sha: &str,
+) -> Option<CodeOwners> {
+    use base64::Engine as _;
+    for location in codeowners::LOCATIONS {
+        let mut segments: Vec<&str> = vec!["contents"];
+        segments.extend(location.split('/'));
+        let mut url = match github_url(api, repository, &segments) {
+            Ok(url) => url,
+            Err(e) => {
+                tracing::info!(%repository, error = %e, "no CODEOWNERS");
+                return None;
+            }
+        };
+        url.query_pairs_mut().append_pair("ref", sha);
+        let (status, body) = match gh.request(gh.http.get(url)).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::info!(%repository, error = %e, "CODEOWNERS not read");
+                return None;
+            }
+        };
+        match status {
+            404 => continue,
+            200..=299 => {}
+            _ => {
+                tracing::info!(%repository, status, "CODEOWNERS not read");
+                return None;
+            }
+        }
+        let size = body["size"].as_u64().unwrap_or(0) as usize;
+        if size >= codeowners::MAX_BYTES || body["encoding"] != "base64" {
+            tracing::info!(%repository, size, "CODEOWNERS of 3 MB or more is ignored, as GitHub does");
+            return None;
+        }
+        let encoded: String = body["content"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()?;
+        return match CodeOwners::parse(&String::from_utf8_lossy(&bytes)) {
+            Ok(owners) => Some(owners),
+            Err(e) => {
+                tracing::info!(%repository, error = %e, "CODEOWNERS ignored");
+                None
+            }
+        };
+    }
+    None
 }
 
 /// Writes `body` as the pull request's one Faultline comment (module doc).
