@@ -76,11 +76,15 @@ pub struct Statement {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 35] = [
+    let named: [(&str, &'static str); 39] = [
         ("events::GET", &events::GET),
         ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
+        ("pr_comments::CLAIM", &pr_comments::CLAIM),
+        ("pr_comments::GET", &pr_comments::GET),
+        ("pr_comments::JOBS", &pr_comments::JOBS),
+        ("pr_comments::RECENT", &pr_comments::RECENT),
         ("prompts::GET", &prompts::GET),
         ("prompts::LIST", &prompts::LIST),
         ("reprocess::FIND", &reprocess::FIND),

@@ -52,6 +52,67 @@ pub struct CommitJob {
     pub job_name: Option<String>,
 }
 
+/// [`claim_due`]'s statement.
+pub(crate) static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH due AS (
+             SELECT repository, pr_number FROM pr_comments
+             WHERE dirty AND next_attempt_at <= now()
+               AND (locked_until IS NULL OR locked_until < now())
+             ORDER BY next_attempt_at LIMIT $3
+             FOR UPDATE SKIP LOCKED)
+         UPDATE pr_comments c SET locked_by = $1, locked_until = now() + make_interval(secs => $2)
+         FROM due WHERE c.repository = due.repository AND c.pr_number = due.pr_number
+         RETURNING {}",
+        COLUMNS
+            .split(',')
+            .map(|c| format!("c.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+});
+
+/// [`get`]'s statement.
+pub(crate) static GET: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {COLUMNS} FROM pr_comments WHERE repository = $1 AND pr_number = $2")
+});
+
+/// [`jobs_of_commit`]'s statement.
+pub(crate) static JOBS: LazyLock<String> = LazyLock::new(|| {
+    let cols = RUN_COLUMNS
+        .split(',')
+        .map(|c| format!("r.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT * FROM (
+             SELECT DISTINCT ON (r.event_id) {cols}, e.job_name
+             FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
+             WHERE e.repository = $1 AND e.commit_sha = $2 AND r.shadow_of IS NULL
+               AND r.status IN ('completed', 'needs_review', 'failed')
+             ORDER BY r.event_id, r.created_at DESC
+             LIMIT 500) j
+         ORDER BY j.created_at, j.id"
+    )
+});
+
+/// [`recent_jobs`]'s statement.
+pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
+    let cols = RUN_COLUMNS
+        .split(',')
+        .map(|c| format!("r.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT * FROM (
+             SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name
+             FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
+             WHERE r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review', 'failed')
+             ORDER BY r.finished_at DESC NULLS LAST LIMIT $1) j
+         ORDER BY j.created_at, j.id"
+    )
+});
+
 /// A finished run of `head_sha` (received at `head_at`) fails in pull
 /// request `pr_number`: the comment shows that commit (unless a newer
 /// commit's failure already holds it) and is written again.
@@ -122,24 +183,6 @@ pub async fn claim_due(
     lock: Duration,
     limit: i64,
 ) -> sqlx::Result<Vec<PrComment>> {
-    static CLAIM: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "WITH due AS (
-                 SELECT repository, pr_number FROM pr_comments
-                 WHERE dirty AND next_attempt_at <= now()
-                   AND (locked_until IS NULL OR locked_until < now())
-                 ORDER BY next_attempt_at LIMIT $3
-                 FOR UPDATE SKIP LOCKED)
-             UPDATE pr_comments c SET locked_by = $1, locked_until = now() + make_interval(secs => $2)
-             FROM due WHERE c.repository = due.repository AND c.pr_number = due.pr_number
-             RETURNING {}",
-            COLUMNS
-                .split(',')
-                .map(|c| format!("c.{}", c.trim()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    });
     sqlx::query_as(CLAIM.as_str())
         .bind(owner)
         .bind(lock.as_secs_f64())
@@ -230,9 +273,6 @@ pub async fn get(
     repository: &str,
     pr_number: i64,
 ) -> sqlx::Result<Option<PrComment>> {
-    static GET: LazyLock<String> = LazyLock::new(|| {
-        format!("SELECT {COLUMNS} FROM pr_comments WHERE repository = $1 AND pr_number = $2")
-    });
     sqlx::query_as(GET.as_str())
         .bind(repository)
         .bind(pr_number)
@@ -247,23 +287,6 @@ pub async fn jobs_of_commit(
     repository: &str,
     sha: &str,
 ) -> sqlx::Result<Vec<CommitJob>> {
-    static JOBS: LazyLock<String> = LazyLock::new(|| {
-        let cols = RUN_COLUMNS
-            .split(',')
-            .map(|c| format!("r.{}", c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        format!(
-            "SELECT * FROM (
-                 SELECT DISTINCT ON (r.event_id) {cols}, e.job_name
-                 FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
-                 WHERE e.repository = $1 AND e.commit_sha = $2 AND r.shadow_of IS NULL
-                   AND r.status IN ('completed', 'needs_review', 'failed')
-                 ORDER BY r.event_id, r.created_at DESC
-                 LIMIT 500) j
-             ORDER BY j.created_at, j.id"
-        )
-    });
     sqlx::query_as(JOBS.as_str())
         .bind(repository)
         .bind(sha)
@@ -274,21 +297,6 @@ pub async fn jobs_of_commit(
 /// The newest `limit` finished analyses of any event (oldest first), as
 /// jobs of one commit: what `faultline pr-comment --recent` previews.
 pub async fn recent_jobs(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<CommitJob>> {
-    static RECENT: LazyLock<String> = LazyLock::new(|| {
-        let cols = RUN_COLUMNS
-            .split(',')
-            .map(|c| format!("r.{}", c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        format!(
-            "SELECT * FROM (
-                 SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name
-                 FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
-                 WHERE r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review', 'failed')
-                 ORDER BY r.finished_at DESC NULLS LAST LIMIT $1) j
-             ORDER BY j.created_at, j.id"
-        )
-    });
     sqlx::query_as(RECENT.as_str())
         .bind(limit.clamp(1, 500))
         .fetch_all(pool)

@@ -54,7 +54,11 @@ fn plain_excerpt(log: &str) -> String {
         ..ExcerptOptions::default()
     };
     let ex = logs::excerpt_reader(log.as_bytes(), &opts).unwrap();
-    ex.lines.iter().map(|l| format!("{}\n", l.text)).collect()
+    // What the diagnosis reads (the hand-set ranking's choice).
+    ex.read_lines()
+        .iter()
+        .map(|l| format!("{}\n", l.text))
+        .collect()
 }
 
 /// Replies counted per endpoint.

@@ -152,8 +152,16 @@ fn read(
         )
         .map_err(io_err)?
     };
-    let cleaned: Vec<(u64, String)> = excerpt
+    // The agent observes the lines shown and, where the diagnosis read
+    // another block, that block too: what the verdict cites is in sight.
+    let mut observed: Vec<&logs::ExcerptLine> = excerpt
         .lines
+        .iter()
+        .chain(excerpt.evidence.iter())
+        .collect();
+    observed.sort_by_key(|l| l.line_no);
+    observed.dedup_by_key(|l| l.line_no);
+    let cleaned: Vec<(u64, String)> = observed
         .iter()
         .map(|l| (l.line_no, logs::clean_line(&l.text).trim().to_string()))
         .collect();
@@ -167,8 +175,7 @@ fn read(
         }
     }
     if key_lines.is_empty() {
-        let mut scored: Vec<_> = excerpt
-            .lines
+        let mut scored: Vec<_> = observed
             .iter()
             .zip(&cleaned)
             .filter(|(_, c)| !c.1.is_empty())
@@ -186,8 +193,7 @@ fn read(
     } else {
         logs::fingerprint(&refs)
     };
-    let lines: Vec<Line> = excerpt
-        .lines
+    let lines: Vec<Line> = observed
         .iter()
         .zip(&cleaned)
         .map(|(l, c)| Line {
