@@ -272,7 +272,7 @@ pub fn warm_up() {
 /// Diagnoses an excerpt (its lines, failed steps and tail).
 pub fn diagnose(excerpt: &Excerpt) -> Diagnosis {
     let (command, exit_code) = failed_step(excerpt);
-    let mut diagnosis = diagnose_hits(excerpt_hits(excerpt), command, exit_code);
+    let mut diagnosis = diagnose_hits(excerpt_hits(excerpt), command.as_deref(), exit_code);
     // Every located error of the log, not only the excerpt's.
     let mut hits = Vec::new();
     for l in &excerpt.reported {
@@ -308,18 +308,58 @@ pub fn features(excerpt: &Excerpt) -> Vec<Vec<f64>> {
     let mut hits = excerpt_hits(excerpt);
     cancel_wrapped(&mut hits);
     hits.retain(|h| !h.aside);
-    let evidence = Evidence::new(&hits, priors(command, exit_code));
+    let evidence = Evidence::new(&hits, priors(command.as_deref(), exit_code));
     signals(&evidence, &evidence.scores()).rows()
 }
 
-/// The first failed step's command and exit code.
-fn failed_step(excerpt: &Excerpt) -> (Option<&str>, Option<i32>) {
+/// The first failed step's command and exit code. When the step ran a
+/// build tool whose own failed target, script, task, environment or plugin
+/// is a linter's, formatter's or checker's (`make: *** [fmt-check] Error 1`,
+/// `npm ERR! app@1.0.0 lint: …`, tox's `flake8: commands failed`, Gradle's
+/// `Execution failed for task ':lint'`, Maven's checkstyle plugin), that
+/// name stands for the step: a lint that runs under `npm test` is not a
+/// test (the rubric's CODE_ERROR).
+fn failed_step(excerpt: &Excerpt) -> (Option<String>, Option<i32>) {
     let step = excerpt.failed_steps.first();
-    (
-        step.and_then(|s| s.command.as_deref()),
-        step.and_then(|s| s.exit_code),
-    )
+    let command = step.and_then(|s| s.command.clone());
+    let exit_code = step.and_then(|s| s.exit_code);
+    let inner = excerpt
+        .read_lines()
+        .iter()
+        .map(|l| clean_line(&l.text).into_owned())
+        .chain(excerpt.tail.iter().map(|(_, t)| t.clone()))
+        .filter_map(|t| {
+            INNER_STEP.captures(&t).and_then(|c| {
+                c.iter()
+                    .skip(1)
+                    .flatten()
+                    .next()
+                    .map(|m| m.as_str().to_string())
+            })
+        })
+        .find(|name| {
+            COMPILED
+                .steps
+                .iter()
+                .find(|(re, _)| re.is_match(name))
+                .is_some_and(|(_, kind)| *kind == Kind::Lint)
+        });
+    (inner.or(command), exit_code)
 }
+
+/// A build tool naming the target, script, task, environment or plugin
+/// that failed inside a step.
+static INNER_STEP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*?:\d+: )?([^\]\s]+)\] Error \d+",
+        r"|recipe for target '([^']+)' failed",
+        r"|npm ERR! \S+@\S+ ([\w:.-]+): `",
+        r"|ERROR:\s+([\w.-]+): commands failed",
+        r"|Execution failed for task '([^']+)'",
+        r"|Failed to execute goal [\w.-]+:([\w.-]+):",
+    ))
+    .expect("built-in pattern compiles")
+});
 
 /// Every recogniser hit on the lines the excerpt has the diagnosis read
 /// ([`Excerpt::read_lines`]) and on the log's tail.

@@ -572,3 +572,32 @@ fn a_symptom_printed_away_from_the_report_changes_nothing() {
         d.decided_by
     );
 }
+
+#[test]
+fn a_lint_script_that_failed_under_npm_test_stands_for_the_step() {
+    let log = |script: &str| {
+        format!(
+            "$ npm test\n\n> app@1.0.0 test /home/travis/build/o/app\n> npm run {script} && mocha\n\n\
+             > app@1.0.0 {script} /home/travis/build/o/app\n> ./scripts/check-headers.sh\n\n\
+             src/a.js has no license header\n\
+             npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\n\
+             npm ERR! app@1.0.0 {script}: `./scripts/check-headers.sh`\nnpm ERR! Exit status 1\n\
+             npm ERR! Test failed.  See above for more details.\n\
+             The command \"npm test\" exited with 1.\n"
+        )
+    };
+    let diagnosed = |text: String| {
+        let ex = crate::logs::excerpt_reader(
+            std::io::Cursor::new(text.into_bytes()),
+            &crate::logs::ExcerptOptions::default(),
+        )
+        .unwrap();
+        diagnose(&ex)
+    };
+    let d = diagnosed(log("lint"));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.decided_by.contains("`lint`"), "{}", d.decided_by);
+    // A test script failing the same way is still the test step's.
+    let d = diagnosed(log("test:unit"));
+    assert_ne!(d.category, Category::CodeError, "{}", d.decided_by);
+}
