@@ -41,22 +41,8 @@ pub async fn pr_comment(
     }
     let comment = pr_comments::PrComment {
         repository,
-        pr_number: 0,
-        head_branch: None,
         head_sha: sha,
-        passed_sha: None,
-        passed_job: None,
-        comment_id: None,
-        body_sha256: None,
-        human_edits: 0,
-        recreated: 0,
-        thumbs_up: 0,
-        thumbs_down: 0,
-        writes: 0,
-        version: 0,
-        dirty: false,
-        attempts: 0,
-        last_error: None,
+        ..Default::default()
     };
     let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
     let console = std::env::var("NOTIFY_CONSOLE_URL").ok();

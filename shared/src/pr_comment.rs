@@ -378,19 +378,9 @@ mod tests {
             pr_number: 7,
             head_branch: Some("feature".into()),
             head_sha: "1f3c5e7a9b2d4f6081a3c5e7092b4d6f8a1c3e50".into(),
-            passed_sha: None,
-            passed_job: None,
-            comment_id: None,
-            body_sha256: None,
-            human_edits: 0,
-            recreated: 0,
-            thumbs_up: 0,
-            thumbs_down: 0,
-            writes: 0,
             version: 1,
             dirty: true,
-            attempts: 0,
-            last_error: None,
+            ..PrComment::default()
         }
     }
 

@@ -615,6 +615,18 @@ pub fn secret_looking(text: &str) -> Vec<String> {
     found
 }
 
+/// `{scheme}://{host}/repos/{owner}/{name}` of a request whose path is
+/// `parts` (`repos`, owner, name, …): the base of the URLs a fake answers.
+fn repository_api(request: &Request, parts: &[&str]) -> String {
+    format!(
+        "{}://{}/repos/{}/{}",
+        request.url.scheme(),
+        request.url.authority(),
+        parts.get(1).unwrap_or(&""),
+        parts.get(2).unwrap_or(&"")
+    )
+}
+
 /// A fake of GitHub's Checks API, keeping state like GitHub does:
 /// `POST /repos/{owner}/{repo}/check-runs` creates a check run (at most 50
 /// annotations, else 422), `PATCH …/check-runs/{id}` appends annotations
@@ -713,13 +725,7 @@ impl Respond for FakeChecks {
         let path = request.url.path().to_string();
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         let method = request.method.as_str().to_string();
-        let base = format!(
-            "{}://{}/repos/{}/{}",
-            request.url.scheme(),
-            request.url.authority(),
-            parts.get(1).unwrap_or(&""),
-            parts.get(2).unwrap_or(&"")
-        );
+        let base = repository_api(request, &parts);
         match (method.as_str(), &parts[..]) {
             ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
                 let name = request
@@ -937,13 +943,7 @@ impl Respond for FakeIssues {
         let path = request.url.path().to_string();
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         let method = request.method.as_str().to_string();
-        let base = format!(
-            "{}://{}/repos/{}/{}",
-            request.url.scheme(),
-            request.url.authority(),
-            parts.get(1).unwrap_or(&""),
-            parts.get(2).unwrap_or(&"")
-        );
+        let base = repository_api(request, &parts);
         let query = |key: &str| {
             request
                 .url

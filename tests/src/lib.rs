@@ -134,6 +134,32 @@ impl TestDb {
             .expect("enqueue prints a run id")
     }
 
+    /// Stores `event` and its `log` as a webhook handler does (Postgres
+    /// broker, priority 10, 5 attempts, at most `max_iterations`); its run.
+    pub async fn ingest(
+        &self,
+        event: &faultline_shared::storage::events::NewEvent,
+        log: &[u8],
+        max_iterations: i32,
+    ) -> Uuid {
+        let limits = faultline_shared::storage::runs::RunLimits {
+            max_iterations,
+            max_attempts: 5,
+            priority: 10,
+            shadowed: false,
+        };
+        faultline_shared::storage::ingest(
+            &self.pool,
+            &faultline_shared::queue::Broker::Postgres,
+            event,
+            log,
+            limits,
+        )
+        .await
+        .unwrap()
+        .run_id
+    }
+
     /// The database's clock (timestamps to compare with its rows').
     pub async fn now(&self) -> chrono::DateTime<chrono::Utc> {
         sqlx::query_scalar("SELECT now()")

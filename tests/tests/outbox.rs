@@ -4,10 +4,7 @@
 
 use std::time::Duration;
 
-use faultline_shared::{
-    queue::Broker,
-    storage::{self, events::NewEvent, runs::RunLimits},
-};
+use faultline_shared::storage::{self, events::NewEvent};
 use faultline_tests::{TestDb, fakes::FakeChecks, oom_log, wait_terminal, wait_until};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -70,16 +67,7 @@ async fn github_failure_with(db: &TestDb, repository: &str, log: &str) -> Uuid {
         commit_sha: Some(HEAD_SHA.into()),
         ..NewEvent::default()
     };
-    let limits = RunLimits {
-        max_iterations: 5,
-        max_attempts: 5,
-        priority: 10,
-        shadowed: false,
-    };
-    storage::ingest(&db.pool, &Broker::Postgres, &event, log.as_bytes(), limits)
-        .await
-        .unwrap()
-        .run_id
+    db.ingest(&event, log.as_bytes(), 5).await
 }
 
 /// The failed commit of [`github_failure`].
@@ -398,22 +386,7 @@ async fn build_fails(db: &TestDb, commit: &str, build: &str) -> Value {
         commit_sha: Some(commit.into()),
         ..NewEvent::default()
     };
-    let limits = RunLimits {
-        max_iterations: 8,
-        max_attempts: 5,
-        priority: 10,
-        shadowed: false,
-    };
-    let run = storage::ingest(
-        &db.pool,
-        &Broker::Postgres,
-        &event,
-        type_errors(3).as_bytes(),
-        limits,
-    )
-    .await
-    .unwrap()
-    .run_id;
+    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
     let (result,): (Option<Value>,) =
         sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")

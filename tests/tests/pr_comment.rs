@@ -3,10 +3,7 @@
 
 use std::time::Duration;
 
-use faultline_shared::{
-    queue::Broker,
-    storage::{self, events::NewEvent, pr_comments, runs::RunLimits},
-};
+use faultline_shared::storage::{events::NewEvent, pr_comments};
 use faultline_tests::{
     TestDb,
     fakes::{FakeChecks, FakeIssues},
@@ -70,16 +67,7 @@ async fn failed_job(db: &TestDb, job: &str, sha: &str, pulls: &[u64], log: &str)
                                    "head_branch": "feature", "pull_requests": pulls}}),
         ..NewEvent::default()
     };
-    let limits = RunLimits {
-        max_iterations: 8,
-        max_attempts: 5,
-        priority: 10,
-        shadowed: false,
-    };
-    storage::ingest(&db.pool, &Broker::Postgres, &event, log.as_bytes(), limits)
-        .await
-        .unwrap()
-        .run_id
+    db.ingest(&event, log.as_bytes(), 8).await
 }
 
 fn assertion_log(test: &str) -> String {

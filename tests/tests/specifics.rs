@@ -8,10 +8,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use faultline_shared::{
-    queue::Broker,
-    storage::{self, events::NewEvent, runs::RunLimits},
-};
+use faultline_shared::storage::events::NewEvent;
 use faultline_tests::{TestDb, wait_terminal, wait_until};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -299,22 +296,13 @@ async fn notifications_carry_the_specifics() {
         commit_sha: Some("9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a393f2a".into()),
         ..NewEvent::default()
     };
-    let limits = RunLimits {
-        max_iterations: 5,
-        max_attempts: 5,
-        priority: 10,
-        shadowed: false,
-    };
-    let run = storage::ingest(
-        &db.pool,
-        &Broker::Postgres,
-        &event,
-        log("tests/fixtures/logs/go-test-make.log").as_slice(),
-        limits,
-    )
-    .await
-    .unwrap()
-    .run_id;
+    let run = db
+        .ingest(
+            &event,
+            log("tests/fixtures/logs/go-test-make.log").as_slice(),
+            5,
+        )
+        .await;
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
     let requests = wait_until(Duration::from_secs(30), || async {
         let got = fake.received_requests().await.unwrap_or_default();

@@ -266,6 +266,12 @@ fn run(data: &Path, out: &Path, check: bool, oof_out: Option<&Path>) -> Result<b
         }),
     };
     let text = serde_json::to_string_pretty(&m).map_err(|e| e.to_string())? + "\n";
+    write_or_check(out, &text, check)
+}
+
+/// Writes `text` to `out`, or with `check` only compares: `false` when the
+/// shipped file is not what the data trains, byte for byte.
+fn write_or_check(out: &Path, text: &str, check: bool) -> Result<bool, String> {
     if check {
         let shipped = std::fs::read_to_string(out).unwrap_or_default();
         if shipped != text {
@@ -278,9 +284,7 @@ fn run(data: &Path, out: &Path, check: bool, oof_out: Option<&Path>) -> Result<b
         println!("{} is what the data trains, byte for byte", out.display());
         return Ok(true);
     }
-    std::fs::File::create(out)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .map_err(|e| format!("writing {}: {e}", out.display()))?;
+    std::fs::write(out, text).map_err(|e| format!("writing {}: {e}", out.display()))?;
     println!("wrote {}", out.display());
     Ok(true)
 }
@@ -418,21 +422,7 @@ fn train_ranker(data: &Path, out: &Path, check: bool) -> Result<bool, String> {
         }),
     };
     let text = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())? + "\n";
-    if check {
-        let shipped = std::fs::read_to_string(out).unwrap_or_default();
-        if shipped != text {
-            eprintln!(
-                "faultline-train: {} differs from what the data trains",
-                out.display()
-            );
-            return Ok(false);
-        }
-        println!("{} is what the data trains, byte for byte", out.display());
-        return Ok(true);
-    }
-    std::fs::write(out, &text).map_err(|e| format!("writing {}: {e}", out.display()))?;
-    println!("wrote {}", out.display());
-    Ok(true)
+    write_or_check(out, &text, check)
 }
 
 fn main() -> ExitCode {

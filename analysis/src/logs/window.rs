@@ -25,6 +25,8 @@ const LATER_FAILURE: f32 = 0.7;
 /// failure format (a test runner's report, a compiler diagnostic, a package
 /// manager's resolution error) beats generic error vocabulary.
 const RECOGNISED: f32 = 1.5;
+/// The hand-set ranking's weight of each [`Window::footer_bucket`].
+const FOOTER_WEIGHT: [f32; 9] = [3.0, 2.2, 1.6, 1.3, 0.1, 0.3, 0.6, 0.4, 1.0];
 /// Lines of one window matched against the recognisers.
 const RECOGNISE_PER_WINDOW: usize = 24;
 /// Lines of one log matched against the recognisers: the cost stays flat
@@ -161,16 +163,12 @@ impl Window {
         Some((deeper && h.info.score >= 0.0 && !h.info.wrapper) || in_report || quoted)
     }
 
-    /// The quantities that describe it to the ranker, one per
-    /// [`super::ranker::FEATURES`] column.
-    fn features(
-        &self,
-        sketch: &Sketch,
-        total_lines: u64,
-        near: u64,
-        failed_before: bool,
-    ) -> Vec<f32> {
-        let bucket = match self.footer {
+    /// Where its step's footer stands, as an index of [`FOOTER_WEIGHT`]:
+    /// a failed step's footer close after it, farther, far; a passed
+    /// step's (after a failure, close, far); none after the last failed
+    /// step (cleanup, artifact uploads, ...); none at all.
+    fn footer_bucket(&self, near: u64, failed_before: bool) -> usize {
+        match self.footer {
             Some((Footer::Failed, d)) if d <= 3 => 0,
             Some((Footer::Failed, d)) if d <= near => 1,
             Some((Footer::Failed, d)) if d <= 4 * near => 2,
@@ -180,16 +178,33 @@ impl Window {
             Some((Footer::Succeeded, _)) => 6,
             _ if failed_before => 7,
             _ => 8,
-        };
+        }
+    }
+
+    /// Its signal lines, and how many of them repeat elsewhere in the log.
+    fn repetition(&self, sketch: &Sketch) -> (u32, u32) {
         let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
-        let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
+        signal.fold((0u32, 0u32), |(n, r), s| {
             (n + 1, r + u32::from(sketch.count(s.hash) > s.dups + 3))
-        });
+        })
+    }
+
+    /// The quantities that describe it to the ranker, one per
+    /// [`super::ranker::FEATURES`] column.
+    fn features(
+        &self,
+        sketch: &Sketch,
+        total_lines: u64,
+        near: u64,
+        failed_before: bool,
+    ) -> Vec<f32> {
+        let bucket = self.footer_bucket(near, failed_before);
+        let (n, repeated) = self.repetition(sketch);
         let mut f = vec![
             self.max_score,
             (self.sum_score - self.max_score).max(0.0).ln_1p(),
         ];
-        for b in 0..9 {
+        for b in 0..FOOTER_WEIGHT.len() {
             f.push(if b == bucket { 1.0 } else { 0.0 });
         }
         f.push(self.later_failure as u8 as f32);
@@ -209,27 +224,13 @@ impl Window {
     /// Score used to rank windows once the whole log is seen.
     fn value(&self, sketch: &Sketch, total_lines: u64, near: u64, failed_before: bool) -> f32 {
         let mut v = self.max_score + (self.sum_score - self.max_score).max(0.0).ln_1p();
-        v *= match self.footer {
-            Some((Footer::Failed, d)) if d <= 3 => 3.0,
-            Some((Footer::Failed, d)) if d <= near => 2.2,
-            Some((Footer::Failed, d)) if d <= 4 * near => 1.6,
-            Some((Footer::Failed, _)) => 1.3,
-            Some((Footer::Succeeded, _)) if failed_before => 0.1,
-            Some((Footer::Succeeded, d)) if d <= near => 0.3,
-            Some((Footer::Succeeded, _)) => 0.6,
-            // After the last failed step: cleanup, artifact uploads, ...
-            _ if failed_before => 0.4,
-            _ => 1.0,
-        };
+        v *= FOOTER_WEIGHT[self.footer_bucket(near, failed_before)];
         if self.later_failure {
             v *= LATER_FAILURE;
         }
         v *= 1.0 + RECOGNISED * self.recognised;
         // Lines repeated elsewhere in the log are rarely the explanation.
-        let signal = self.lines.iter().filter(|s| s.core && s.line.score > 0.0);
-        let (n, repeated) = signal.fold((0u32, 0u32), |(n, r), s| {
-            (n + 1, r + u32::from(sketch.count(s.hash) > s.dups + 3))
-        });
+        let (n, repeated) = self.repetition(sketch);
         if n > 0 {
             v *= 1.0 - 0.6 * repeated as f32 / n as f32;
         }

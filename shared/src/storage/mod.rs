@@ -72,6 +72,17 @@ pub struct Statement {
     pub param_types: Option<Vec<sqlx::postgres::PgTypeInfo>>,
 }
 
+/// A comma-separated column list with each column prefixed by `alias.`
+/// (`"id, status"`, `"r"` → `"r.id, r.status"`), for a statement that
+/// joins the table.
+pub(crate) fn qualified(columns: &str, alias: &str) -> String {
+    columns
+        .split(',')
+        .map(|c| format!("{alias}.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Every statement built at run time, including each variant of the
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]

@@ -15,10 +15,13 @@ use std::{sync::LazyLock, time::Duration};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::runs::{RUN_COLUMNS, RunRow};
+use super::{
+    qualified,
+    runs::{RUN_COLUMNS, RunRow},
+};
 
 /// A pull request's comment as stored.
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, Default, sqlx::FromRow, serde::Serialize)]
 pub struct PrComment {
     pub repository: String,
     pub pr_number: i64,
@@ -64,11 +67,7 @@ pub(crate) static CLAIM: LazyLock<String> = LazyLock::new(|| {
          UPDATE pr_comments c SET locked_by = $1, locked_until = now() + make_interval(secs => $2)
          FROM due WHERE c.repository = due.repository AND c.pr_number = due.pr_number
          RETURNING {}",
-        COLUMNS
-            .split(',')
-            .map(|c| format!("c.{}", c.trim()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        qualified(COLUMNS, "c")
     )
 });
 
@@ -79,11 +78,7 @@ pub(crate) static GET: LazyLock<String> = LazyLock::new(|| {
 
 /// [`jobs_of_commit`]'s statement.
 pub(crate) static JOBS: LazyLock<String> = LazyLock::new(|| {
-    let cols = RUN_COLUMNS
-        .split(',')
-        .map(|c| format!("r.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let cols = qualified(RUN_COLUMNS, "r");
     format!(
         "SELECT * FROM (
              SELECT DISTINCT ON (r.event_id) {cols}, e.job_name
@@ -98,11 +93,7 @@ pub(crate) static JOBS: LazyLock<String> = LazyLock::new(|| {
 
 /// [`recent_jobs`]'s statement.
 pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
-    let cols = RUN_COLUMNS
-        .split(',')
-        .map(|c| format!("r.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let cols = qualified(RUN_COLUMNS, "r");
     format!(
         "SELECT * FROM (
              SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name

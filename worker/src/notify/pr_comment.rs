@@ -75,7 +75,6 @@ pub(crate) async fn code_owners(
     repository: &str,
     sha: &str,
 ) -> Option<CodeOwners> {
-    use base64::Engine as _;
     for location in codeowners::LOCATIONS {
         let mut segments: Vec<&str> = vec!["contents"];
         segments.extend(location.split('/'));
@@ -107,15 +106,13 @@ pub(crate) async fn code_owners(
             tracing::info!(%repository, size, "CODEOWNERS of 3 MB or more is ignored, as GitHub does");
             return None;
         }
-        let encoded: String = body["content"]
-            .as_str()
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()?;
+        let bytes = match crate::sources::github::decode_contents(&body) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::info!(%repository, error = %e, "CODEOWNERS ignored: invalid base64");
+                return None;
+            }
+        };
         return match CodeOwners::parse(&String::from_utf8_lossy(&bytes)) {
             Ok(owners) => Some(owners),
             Err(e) => {

@@ -156,6 +156,18 @@ pub struct GithubClient {
     allowed: AllowList,
 }
 
+/// The bytes of a contents-API answer whose `encoding` is `base64`
+/// (GitHub wraps the text at 60 columns).
+pub(crate) fn decode_contents(body: &Value) -> Result<Vec<u8>, base64::DecodeError> {
+    let encoded: String = body["content"]
+        .as_str()
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(encoded)
+}
+
 impl GithubClient {
     pub fn new(cfg: GithubConfig, pool: PgPool, allowed: AllowList) -> Self {
         let gate = Gate {
@@ -280,7 +292,7 @@ impl GithubClient {
         self.check(what, resp).await
     }
 
-    /// A file's text at `reference` (contents API, base64).
+    /// A file's text at `reference` (contents API, base64; [`decode_contents`]).
     pub async fn file(
         &self,
         repo: &(String, String),
@@ -313,18 +325,10 @@ impl GithubClient {
                 ),
             });
         }
-        let encoded: String = body["content"]
-            .as_str()
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .map_err(|e| ApiError::Permanent {
-                status: None,
-                message: format!("GitHub sent {path} with invalid base64: {e}"),
-            })?;
+        let bytes = decode_contents(&body).map_err(|e| ApiError::Permanent {
+            status: None,
+            message: format!("GitHub sent {path} with invalid base64: {e}"),
+        })?;
         Ok(FileText {
             path: body["path"].as_str().unwrap_or(path).to_string(),
             sha: body["sha"].as_str().unwrap_or_default().to_string(),
