@@ -1789,3 +1789,69 @@ fn docker_daemon_not_running() {
         Category::InfraError,
     );
 }
+
+// ------------------------------------------- errors, not failures, in tests
+
+#[test]
+fn ruby_reports_an_uncaught_exception_at_load_time() {
+    let d = diagnosed(
+        "/home/ci/build/shop/lib/basket.rb:12:in `<class:Basket>': uninitialized constant Basket::Line (NameError)\n\
+         \tfrom /home/ci/build/shop/lib/basket.rb:3:in `<top (required)>'\n\
+         rake aborted!\n\
+         Command failed with status (1): [ruby -Ilib spec/basket_spec.rb]\n",
+        Category::CodeError,
+    );
+    assert_eq!(d.findings[0].rule, "ruby.uncaught");
+    // A missing gem is not the code's.
+    diagnosed(
+        "/usr/lib/ruby/2.7.0/rubygems/core_ext/kernel_require.rb:92:in `require': cannot load such file -- nokogiri (LoadError)\n",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn a_name_missing_from_the_projects_own_module_is_code_a_libraries_is_a_dependency() {
+    diagnosed(
+        "E   ImportError: cannot import name 'total_of' from 'shop.basket' (/home/ci/build/shop/shop/basket.py)\n\
+         ERROR tests/test_basket.py\n",
+        Category::CodeError,
+    );
+    diagnosed(
+        "E   ImportError: cannot import name 'soft_unicode' from 'markupsafe' (/opt/venv/lib/python3.9/site-packages/markupsafe/__init__.py)\n\
+         ERROR tests/test_views.py\n",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn test_runners_that_count_errors_apart_from_failures_say_the_code_crashed() {
+    // PHPUnit: an engine error, counted as an error.
+    diagnosed(
+        "There was 1 error:\n\n1) Shop\\Tests\\BasketTest::testAdd\n\
+         Error: Call to a member function push() on null\n\n\
+         /home/ci/build/shop/src/Basket.php:10\n\nERRORS!\nTests: 12, Assertions: 20, Errors: 1.\n",
+        Category::CodeError,
+    );
+    // JUnit via Surefire: errors, no failures, even when the exception
+    // line itself was not read.
+    diagnosed(
+        "Results :\n\nTests in error: \n  BasketTest.addsLine:20 » IllegalState\n\n\
+         Tests run: 40, Failures: 0, Errors: 1, Skipped: 0\n",
+        Category::CodeError,
+    );
+    // unittest and minitest.
+    diagnosed(
+        "ERROR: test_total (tests.test_basket.BasketTest)\n----\nRan 12 tests in 0.010s\n\nFAILED (errors=1)\n",
+        Category::CodeError,
+    );
+    diagnosed(
+        "  1) Error:\nBasketTest#test_add:\n\n12 runs, 20 assertions, 0 failures, 1 errors, 0 skips\n",
+        Category::CodeError,
+    );
+    // Failures (assertions) stay test failures.
+    diagnosed(
+        "Failed tests: \n  BasketTest.addsLine:20 expected:<3> but was:<2>\n\n\
+         Tests run: 40, Failures: 1, Errors: 0, Skipped: 0\n",
+        Category::TestFailure,
+    );
+}

@@ -322,6 +322,20 @@ pub const RULES: &[Rule] = &[
     r("python.called_process", "python", Crash, 0.1, r"^subprocess\.CalledProcessError: Command (?P<cmd>.+) returned non-zero exit status (?P<code>\d+)"),
     r("java.exception", "jvm", Crash, 0.8, r#"^(?:Exception in thread "[^"]+" |Caused by: )?(?P<code>java\.lang\.(?:NullPointerException|ClassCastException|IllegalStateException|IllegalArgumentException|ArrayIndexOutOfBoundsException|IndexOutOfBoundsException|NumberFormatException|UnsupportedOperationException|StackOverflowError|ArithmeticException|ExceptionInInitializerError)|java\.util\.ConcurrentModificationException)\b"#),
     r("ruby.exception", "ruby", Crash, 0.8, r"^(?P<code>NoMethodError|NameError|ArgumentError|TypeError|LocalJumpError|ZeroDivisionError|FrozenError|KeyError|SystemStackError|NotImplementedError|ActiveRecord::\w+):?\s*(?P<msg>.*)$|\bundefined (?:method|local variable or method) `[^']+' for\b"),
+    // Ruby's own report of an uncaught exception: `file:line:in `meth': message (Class)`
+    // (a LoadError or a Gem / Bundler error is a dependency's, read elsewhere).
+    r("ruby.uncaught", "ruby", Crash, 0.9, r"^(?P<file>\S+\.(?:rb|rake)):(?P<line>\d+):in [`'][^']*': (?P<msg>.*) \((?P<code>(?:NoMethodError|NameError|ArgumentError|TypeError|ZeroDivisionError|FrozenError|KeyError|RuntimeError|NotImplementedError|SystemStackError|IndexError|RangeError|(?:[A-Z]\w*::)*[A-Z]\w*(?:Error|Exception)))\)$"),
+    // A name the code imports is not in the module it names: the project's
+    // own module (its file in the project) is a code error; one under
+    // site-packages is the dependency's (the vendored rule takes it).
+    r("python.import_name", "python", Crash, 0.8, r"(?:ImportError: )?cannot import name '?(?P<msg>\w+)'? from '(?P<pkg>[\w.]+)' \((?P<file>[^)]+\.py)\)"),
+    // PHP's engine errors (PHP 7+ throws them; PHPUnit reports them as errors).
+    r("php.error", "php", Crash, 0.9, r#"^(?:PHP )?(?:Error|TypeError|ArgumentCountError|DivisionByZeroError|ValueError|ErrorException): (?P<msg>(?:Call to (?:a member function|undefined (?:method|function))|Cannot (?:access|instantiate|redeclare|use object)|Argument #?\d|Too few arguments|Undefined (?:variable|index|offset|array key|property|constant|method)|Unsupported operand|Attempt to (?:read|assign|access)|Object of class|Typed property).*)$"#),
+    // Test runners that tell an error (an uncaught exception) from a
+    // failure (an assertion): errors and no failures is the code crashing
+    // under test, a code error by the rubric.
+    r("tests.errors_only", "test runner", Crash, 0.7, r"\bTests run: \d+, Failures: 0, Errors: [1-9]\d*|^FAILED \((?:(?:SKIP|skipped|expected failures)=\d+, )?errors=[1-9]\d*\)$|^Tests: \d+, Assertions: \d+, Errors: [1-9]\d*\.$|\b\d+ (?:runs|tests), \d+ assertions, 0 failures, [1-9]\d* errors\b"),
+    r("tests.error_header", "test runner", Crash, 0.5, r"^There (?:was|were) \d+ errors?:$|^\d+\) Error:$"),
     r("dotnet.exception", "dotnet", Crash, 0.8, r"\bSystem\.(?:NullReferenceException|InvalidOperationException|ArgumentException|ArgumentNullException|InvalidCastException|IndexOutOfRangeException|KeyNotFoundException|NotImplementedException|FormatException)\b"),
     r("go.panic", "go", Crash, 0.8, r"^panic: (?P<msg>.+)$|runtime error: (?:invalid memory address|index out of range|slice bounds out of range|nil map)"),
     r("rust.panic", "rust", Crash, 0.6, r"panicked at .*(?:called `(?:Option|Result)::unwrap\(\)`|index out of bounds|attempt to (?:add|subtract|multiply|divide) with overflow|unreachable|not yet implemented|byte index)"),
@@ -537,6 +551,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("chai.assertion", "generic.assertion_failed"),
     ("python.assertion", "generic.assertion_failed"),
     ("php.fatal", "php.parse"),
+    ("python.import_name", "python.import"),
     ("make.lint_target", "make.error"),
     ("test.timeout", "go.panic"),
     ("links.awesome_bot", "network.dns"),
