@@ -110,6 +110,19 @@ pub fn render(
         if !why.is_empty() {
             out.push_str(&format!("**Origin:** {}\n\n", md(&why.join("; "))));
         }
+        if let Some(j) = list.iter().find(|j| j.rerun_state.is_some()) {
+            let state = j.rerun_state.as_deref().unwrap_or_default();
+            let detail = md(&one_line(j.rerun_detail.as_deref().unwrap_or_default()));
+            let said = match state {
+                "refused" => format!("asked once, refused by the CI system ({detail})"),
+                "done" => format!(
+                    "the failed jobs were re-run once, as the failure looks {} ({detail})",
+                    origin.label()
+                ),
+                _ => "requested once; waiting for the CI system's answer".to_string(),
+            };
+            out.push_str(&format!("**Re-run:** {said}\n\n"));
+        }
         out.push_str(&format!("**Root cause:** {}\n\n", md(&root)));
         let specifics: Specifics =
             serde_json::from_value(result["specifics"].clone()).unwrap_or_default();
@@ -419,6 +432,8 @@ mod tests {
                 shadow_of: None,
             },
             job_name: Some(name.into()),
+            rerun_state: None,
+            rerun_detail: None,
         }
     }
 
@@ -431,15 +446,18 @@ mod tests {
             "specifics": {"diagnostic": {"tool": "tsc", "file": "/home/runner/work/app/app/src/a b.ts",
                                          "line": 3, "code": "TS2322", "message": "Type 'string' is not assignable"}},
         });
+        let mut e2e = job(
+            "CI / e2e",
+            "fp-b",
+            json!({"category": "INFRA_ERROR", "origin": "infrastructure",
+                                      "root_cause": "Connection refused.", "fix": "Retry."}),
+        );
+        e2e.rerun_state = Some("done".into());
+        e2e.rerun_detail = Some("re-run of the failed jobs of run 9".into());
         let jobs = vec![
             job("CI / build (node 20)", "fp-a", compile.clone()),
             job("CI / build (node 22)", "fp-a", compile),
-            job(
-                "CI / e2e",
-                "fp-b",
-                json!({"category": "INFRA_ERROR", "origin": "infrastructure",
-                                          "root_cause": "Connection refused.", "fix": "Retry."}),
-            ),
+            e2e,
         ];
         let owners = |path: &str| {
             (path == "src/a b.ts").then(|| "@octo/web (CODEOWNERS line 4)".to_string())
@@ -469,6 +487,9 @@ mod tests {
         );
         assert!(body.contains("passed on main before this change"), "{body}");
         assert!(body.contains("https://f.example/ui/analyses/"), "{body}");
+        // The re-run is said in its failure's section only.
+        assert_eq!(body.matches("**Re-run:**").count(), 1, "{body}");
+        assert!(body.contains("**Re-run:** the failed jobs were re-run once, as the failure looks infrastructure (re-run of the failed jobs of run 9)"), "{body}");
         assert!(!body.contains("A later run passed"));
     }
 

@@ -44,6 +44,7 @@ pub mod pr_comments;
 pub mod prompts;
 pub mod ratelimit;
 pub mod reprocess;
+pub mod reruns;
 pub mod resolution;
 pub mod review;
 pub mod runs;
@@ -87,7 +88,7 @@ pub(crate) fn qualified(columns: &str, alias: &str) -> String {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 39] = [
+    let named: [(&str, &'static str); 42] = [
         ("events::GET", &events::GET),
         ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
@@ -103,6 +104,9 @@ pub fn built_statements() -> Vec<Statement> {
         ("reprocess::OPEN", &reprocess::OPEN),
         ("reprocess::REMAINING", &reprocess::REMAINING),
         ("reprocess::ENQUEUE_CHUNK", &reprocess::ENQUEUE_CHUNK),
+        ("reruns::INSERT", &reruns::INSERT),
+        ("reruns::GET", &reruns::GET),
+        ("reruns::OF_RUNS", &reruns::OF_RUNS),
         ("review::INSERT", &review::INSERT),
         ("review::LIST", &review::LIST),
         ("review::FOR_RUN", &review::FOR_RUN),

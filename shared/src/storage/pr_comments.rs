@@ -53,7 +53,16 @@ pub struct CommitJob {
     #[sqlx(flatten)]
     pub run: RunRow,
     pub job_name: Option<String>,
+    /// The re-run Faultline asked for (`reruns`): `requested`, `done` or
+    /// `refused`, and what the CI system answered.
+    pub rerun_state: Option<String>,
+    pub rerun_detail: Option<String>,
 }
+
+/// The re-run of run `r`, as [`CommitJob`] reads it.
+const RERUN_JOIN: &str = "LEFT JOIN LATERAL (
+                 SELECT x.state AS rerun_state, x.detail AS rerun_detail FROM reruns x
+                 WHERE x.run_id = r.id ORDER BY x.requested_at LIMIT 1) x ON true";
 
 /// [`claim_due`]'s statement.
 pub(crate) static CLAIM: LazyLock<String> = LazyLock::new(|| {
@@ -81,8 +90,9 @@ pub(crate) static JOBS: LazyLock<String> = LazyLock::new(|| {
     let cols = qualified(RUN_COLUMNS, "r");
     format!(
         "SELECT * FROM (
-             SELECT DISTINCT ON (r.event_id) {cols}, e.job_name
+             SELECT DISTINCT ON (r.event_id) {cols}, e.job_name, x.rerun_state, x.rerun_detail
              FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
+             {RERUN_JOIN}
              WHERE e.repository = $1 AND e.commit_sha = $2 AND r.shadow_of IS NULL
                AND r.status IN ('completed', 'needs_review', 'failed')
              ORDER BY r.event_id, r.created_at DESC
@@ -96,8 +106,10 @@ pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
     let cols = qualified(RUN_COLUMNS, "r");
     format!(
         "SELECT * FROM (
-             SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name
+             SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name, x.rerun_state,
+                    x.rerun_detail
              FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
+             {RERUN_JOIN}
              WHERE r.shadow_of IS NULL AND r.status IN ('completed', 'needs_review', 'failed')
              ORDER BY r.finished_at DESC NULLS LAST LIMIT $1) j
          ORDER BY j.created_at, j.id"
@@ -161,6 +173,21 @@ pub async fn mark_passed(
     .bind(head_branch)
     .bind(sha)
     .bind(job)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Something shown about commit `sha` changed after its runs were marked
+/// (a re-run was requested): its comments are written again.
+pub async fn touch_commit(pool: &PgPool, repository: &str, sha: &str) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE pr_comments SET dirty = true, attempts = 0, next_attempt_at = now(),
+             version = version + 1, updated_at = now()
+         WHERE repository = $1 AND head_sha = $2",
+    )
+    .bind(repository)
+    .bind(sha)
     .execute(pool)
     .await?;
     Ok(done.rows_affected())

@@ -9,6 +9,8 @@ use faultline_shared::config::{
 };
 use serde::{Deserialize, Deserializer, de::Error as _};
 
+use crate::sources::jenkins::JenkinsConfig;
+
 #[derive(Debug, Clone)]
 pub struct NotifyConfig {
     /// `NOTIFY_WEBHOOK_URL` + `NOTIFY_WEBHOOK_SECRET`: a generic webhook,
@@ -22,6 +24,16 @@ pub struct NotifyConfig {
     /// every failed job of the head commit. Needs `GITHUB_TOKEN`
     /// (`issues: write` or `pull_requests: write`).
     pub pr_comments: RepositoryList,
+    /// `NOTIFY_RERUN_REPOSITORIES`: repositories (`owner/name`, `owner/*`;
+    /// a Jenkins build by the repository its SCM names) whose failed jobs
+    /// are re-run once when the verdict is `infrastructure` or `flaky` with
+    /// confidence ≥ `NOTIFY_RERUN_MIN_CONFIDENCE` (default 0.7). GitHub
+    /// needs `GITHUB_TOKEN` (`actions: write`); Jenkins `JENKINS_URL` and
+    /// its credentials.
+    pub reruns: RepositoryList,
+    pub rerun_min_confidence: f32,
+    /// `JENKINS_*`: where Jenkins re-runs are requested.
+    pub jenkins: Option<JenkinsConfig>,
     /// `NOTIFY_SLACK_WEBHOOK_URL`: a Slack incoming webhook (Block Kit).
     /// The URL is the credential, so it never prints.
     pub slack: Option<SecretString>,
@@ -74,6 +86,11 @@ struct Targets {
         deserialize_with = "de::parsed_some"
     )]
     pr_comments: Option<String>,
+    #[serde(
+        rename = "NOTIFY_RERUN_REPOSITORIES",
+        deserialize_with = "de::parsed_some"
+    )]
+    reruns: Option<String>,
 }
 
 /// How notifications are delivered.
@@ -92,6 +109,8 @@ struct Delivery {
     timeout: Duration,
     #[serde(rename = "NOTIFY_POLL_INTERVAL", deserialize_with = "de::humane")]
     poll_interval: Duration,
+    #[serde(rename = "NOTIFY_RERUN_MIN_CONFIDENCE", deserialize_with = "share")]
+    rerun_min_confidence: f32,
 }
 
 impl Default for Delivery {
@@ -103,6 +122,7 @@ impl Default for Delivery {
             retry_max: Duration::from_secs(10 * 60),
             timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
+            rerun_min_confidence: 0.7,
         }
     }
 }
@@ -112,6 +132,13 @@ fn true_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
         "false" | "0" | "no" => Ok(false),
         "true" | "1" | "yes" => Ok(true),
         _ => Err(D::Error::custom("must be true or false")),
+    }
+}
+
+fn share<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
+    match String::deserialize(d)?.trim().parse::<f32>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(D::Error::custom("must be a number from 0 to 1")),
     }
 }
 
@@ -193,7 +220,24 @@ impl NotifyConfig {
                 "needs GITHUB_TOKEN (the comment is written with it)",
             ));
         }
-        if webhook.is_none() && github.is_none() && slack.is_none() {
+        let reruns = match &targets.reruns {
+            None => RepositoryList::default(),
+            Some(text) => RepositoryList::parse(text)
+                .map_err(|why| ConfigError::new("NOTIFY_RERUN_REPOSITORIES", text, &why))?,
+        };
+        let jenkins = if reruns.is_empty() {
+            None
+        } else {
+            JenkinsConfig::load(source)?
+        };
+        if !reruns.is_empty() && github.is_none() && jenkins.is_none() {
+            return Err(ConfigError::new(
+                "NOTIFY_RERUN_REPOSITORIES",
+                targets.reruns.as_deref().unwrap_or(""),
+                "needs GITHUB_TOKEN or JENKINS_URL (the re-run is requested with them)",
+            ));
+        }
+        if webhook.is_none() && github.is_none() && slack.is_none() && jenkins.is_none() {
             return Ok(None);
         }
         let delivery: Delivery = source.load("")?;
@@ -201,6 +245,9 @@ impl NotifyConfig {
             webhook,
             github,
             pr_comments,
+            reruns,
+            rerun_min_confidence: delivery.rerun_min_confidence,
+            jenkins,
             slack,
             console_url,
             on_review: delivery.on_review,

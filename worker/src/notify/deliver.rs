@@ -20,6 +20,8 @@ pub const GITHUB: &str = "github";
 pub const SLACK: &str = "slack";
 /// The pull request's comment was marked for (re)writing.
 pub const PR_COMMENT: &str = "pr_comment";
+/// A transient failure's re-run was decided (requested, refused or not needed).
+pub const RERUN: &str = "rerun";
 
 /// `sha256=<hex HMAC-SHA256(body, secret)>`, the `X-Faultline-Signature` value.
 pub fn signature(body: &[u8], secret: &SecretString) -> String {

@@ -8,6 +8,7 @@
 pub mod config;
 mod deliver;
 pub mod pr_comment;
+pub mod rerun;
 
 use std::{sync::Arc, time::Duration};
 
@@ -23,7 +24,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 pub use self::config::NotifyConfig;
-pub use self::deliver::{GITHUB, PR_COMMENT, SLACK, WEBHOOK, signature};
+pub use self::deliver::{GITHUB, PR_COMMENT, RERUN, SLACK, WEBHOOK, signature};
 
 /// Rows claimed per pass.
 const BATCH: i64 = 16;
@@ -236,6 +237,48 @@ impl Notifier {
         Ok(())
     }
 
+    /// Target [`RERUN`]: the failed jobs run again once when the verdict
+    /// says the failure is transient ([`rerun`]); a comment already written
+    /// for the commit says so.
+    async fn rerun(&self, run: &runs::RunRow, event: &events::EventRow) -> Result<(), String> {
+        let payload = events::payload(&self.pool, event.id)
+            .await
+            .map_err(|e| format!("database: {e}"))?
+            .unwrap_or_default();
+        let clients = rerun::Clients {
+            pool: &self.pool,
+            http: &self.http,
+            github: self.config.github.as_ref().map(|(api, token)| {
+                (
+                    api.as_str(),
+                    deliver::GitHub {
+                        http: &self.http,
+                        token,
+                    },
+                )
+            }),
+            jenkins: self.config.jenkins.as_ref(),
+            allowed: &self.config.allowed,
+        };
+        let answered = rerun::deliver(
+            &clients,
+            run,
+            event,
+            &payload,
+            self.config.rerun_min_confidence,
+        )
+        .await?;
+        if answered
+            && let (Some(repo), Some(sha)) = (&event.repository, &event.commit_sha)
+            && self.config.pr_comments.contains(repo)
+        {
+            pr_comments::touch_commit(&self.pool, repo, sha)
+                .await
+                .map_err(|e| format!("database: {e}"))?;
+        }
+        Ok(())
+    }
+
     async fn claim(&self) -> sqlx::Result<Vec<Claimed>> {
         // The lock outlives every request of one attempt, one after the
         // other (the webhook, Slack, and for a check run: the lookup, the
@@ -318,6 +361,18 @@ impl Notifier {
         {
             match deliver::github_check_run(&self.http, api, token, row.id, repo, sha, &run).await {
                 Ok(()) => delivered.push(GITHUB.to_string()),
+                Err(e) => errors.push(e),
+            }
+        }
+        // Before the comment is marked, so that its first version says so.
+        if let Some(e) = &event
+            && e.repository
+                .as_deref()
+                .is_some_and(|r| self.config.reruns.contains(r))
+            && pending(RERUN)
+        {
+            match self.rerun(&run, e).await {
+                Ok(()) => delivered.push(RERUN.to_string()),
                 Err(e) => errors.push(e),
             }
         }
