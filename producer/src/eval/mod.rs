@@ -228,6 +228,7 @@ async fn evaluate(
             run_id: o.id,
             reasoner: o.reasoner,
             prompt_version: o.prompt_version,
+            evidence: o.evidence,
         })
         .collect())
 }

@@ -161,6 +161,32 @@ pub fn render(
             .collect(),
         None,
     );
+    // Where the answers come from, in aggregate: the kind of evidence that
+    // decided (a recogniser's kind, the failed step alone, nothing).
+    row("decided by (right/total)", Vec::new(), None);
+    let kinds: Vec<String> = {
+        let mut k: Vec<String> = Vec::new();
+        for x in &s {
+            for (kind, _, _) in &x.by_evidence {
+                if !k.contains(kind) {
+                    k.push(kind.clone());
+                }
+            }
+        }
+        k
+    };
+    for kind in &kinds {
+        row(
+            &format!("  {kind}"),
+            each(&|x| {
+                x.by_evidence
+                    .iter()
+                    .find(|(k, _, _)| k == kind)
+                    .map_or(String::new(), |(_, r, n)| format!("{r}/{n}"))
+            }),
+            None,
+        );
+    }
     row("top confusions (label -> got: n)", Vec::new(), None);
     let depth = s
         .iter()

@@ -98,6 +98,9 @@ pub async fn analyse(
         .into_iter()
         .map(|o| (o.id, o))
         .collect();
+    for o in by_id.values_mut() {
+        o.evidence = eval::evidence_of(pool, o.id).await?;
+    }
     ids.iter()
         .map(|id| {
             by_id

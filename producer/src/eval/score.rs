@@ -28,6 +28,10 @@ pub struct LogResult {
     /// The reasoner the run was assigned, and its prompt version.
     pub reasoner: String,
     pub prompt_version: Option<i32>,
+    /// What kind of evidence decided the diagnosis (`assertion`, `crash`,
+    /// `failed step only`, …): where answers come from, in aggregate.
+    #[serde(default)]
+    pub evidence: String,
 }
 
 impl LogResult {
@@ -72,6 +76,9 @@ pub struct Summary {
     /// Nearest-rank percentiles of the analyses' wall times.
     pub seconds_p50: Option<f64>,
     pub seconds_p99: Option<f64>,
+    /// Per kind of deciding evidence: (kind, right, total), most frequent
+    /// first.
+    pub by_evidence: Vec<(String, usize, usize)>,
 }
 
 pub fn summarise(results: &[LogResult]) -> Summary {
@@ -100,6 +107,17 @@ pub fn summarise(results: &[LogResult]) -> Summary {
     let auto_right = auto.iter().filter(|r| r.right()).count();
     let mut seconds: Vec<f64> = results.iter().filter_map(|r| r.seconds).collect();
     seconds.sort_by(f64::total_cmp);
+    let mut by_evidence: Vec<(String, usize, usize)> = Vec::new();
+    for r in results.iter().filter(|r| !r.evidence.is_empty()) {
+        match by_evidence.iter_mut().find(|(k, _, _)| *k == r.evidence) {
+            Some(e) => {
+                e.1 += usize::from(r.right());
+                e.2 += 1;
+            }
+            None => by_evidence.push((r.evidence.clone(), usize::from(r.right()), 1)),
+        }
+    }
+    by_evidence.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     Summary {
         logs: n,
         right,
@@ -124,6 +142,7 @@ pub fn summarise(results: &[LogResult]) -> Summary {
         },
         seconds_p50: percentile(&seconds, 50.0),
         seconds_p99: percentile(&seconds, 99.0),
+        by_evidence,
     }
 }
 
@@ -220,6 +239,7 @@ mod tests {
             run_id: Uuid::nil(),
             reasoner: "heuristic".into(),
             prompt_version: None,
+            evidence: "assertion".into(),
         }
     }
 
@@ -242,7 +262,18 @@ mod tests {
             ),
             result("TEST_FAILURE", None, "failed", None),
         ];
+        let mut rows = rows;
+        rows[3].evidence = "failed step only".into();
+        rows[4].evidence = "failed step only".into();
         let s = summarise(&rows);
+        // Where answers come from: most frequent first.
+        assert_eq!(
+            s.by_evidence,
+            [
+                ("assertion".to_string(), 1, 3),
+                ("failed step only".to_string(), 0, 2)
+            ]
+        );
         assert_eq!(
             (s.logs, s.right, s.auto, s.auto_right, s.failed),
             (5, 1, 2, 1, 1)

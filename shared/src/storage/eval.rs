@@ -101,6 +101,40 @@ pub struct Outcome {
     pub cost_usd: f64,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// What kind of evidence decided the diagnosis ([`evidence_of`]).
+    #[sqlx(skip)]
+    pub evidence: String,
+}
+
+/// What kind of evidence decided a run's diagnosis, for the evaluation's
+/// aggregate "decided by" table: the kind of the recogniser that decided
+/// (`assertion`, `crash`, `compile`, …), `failed step only`, `exit code
+/// only`, `weak signals`, or `nothing recognised`. Read from the first
+/// `log_excerpt` observation of the run's journal.
+pub async fn evidence_of(pool: &PgPool, run: Uuid) -> sqlx::Result<String> {
+    let steps = super::steps::list(pool, run).await?;
+    let Some(c) = steps
+        .iter()
+        .find(|s| s.action == "log_excerpt")
+        .map(|s| &s.observation["classification"])
+    else {
+        return Ok("no excerpt read".into());
+    };
+    let by = c["decided_by"].as_str().unwrap_or_default();
+    let rule = by.split(':').next().unwrap_or_default();
+    let kind = c["hits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|h| h["rule"].as_str() == Some(rule))
+        .and_then(|h| h["kind"].as_str());
+    Ok(match kind {
+        Some(k) if !rule.is_empty() => k.replace('_', " "),
+        _ if by.starts_with("failed step") || by == "the failed step" => "failed step only".into(),
+        _ if by.starts_with("exit code") => "exit code only".into(),
+        _ if by.starts_with("only weak") => "weak signals".into(),
+        _ => "nothing recognised".into(),
+    })
 }
 
 /// The outcomes of `ids` (in no particular order); reads only.
