@@ -11,7 +11,7 @@ use std::{
 
 use faultline_shared::storage::{events::NewEvent, reruns::Rerun};
 use faultline_tests::{TestDb, fakes::FakeChecks, oom_log, wait_until};
-use serde_json::json;
+use serde_json::{Value, json};
 use uuid::Uuid;
 use wiremock::{
     Mock, MockServer, Request, Respond, ResponseTemplate,
@@ -34,6 +34,8 @@ struct RunsState {
     refuse: BTreeMap<u64, (u16, String)>,
     /// The first re-run request of a run is answered this late.
     slow_first: Option<Duration>,
+    /// Runs whose other jobs are still running.
+    in_progress: std::collections::BTreeSet<u64>,
 }
 
 impl FakeRuns {
@@ -75,7 +77,9 @@ impl Respond for FakeRuns {
                 }
             }
             ("GET", None) => ResponseTemplate::new(200).set_body_json(json!({
-                "id": run, "name": "CI", "status": "completed", "conclusion": "failure",
+                "id": run, "name": "CI",
+                "status": if st.in_progress.contains(&run) { "in_progress" } else { "completed" },
+                "conclusion": if st.in_progress.contains(&run) { Value::Null } else { json!("failure") },
                 "run_attempt": 1 + st.reruns.get(&run).copied().unwrap_or(0),
                 "head_sha": SHA,
             })),
@@ -225,6 +229,27 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
     assert!(r.detail.as_deref().unwrap().contains("already running"));
     assert_eq!(runs.reruns(778), 1);
 
+    // GitHub re-runs a run's failed jobs once the run has finished: while
+    // its other jobs run, the delivery waits (retried), then asks.
+    runs.0.lock().unwrap().in_progress.insert(780);
+    let waiting = db
+        .ingest(&github_event("CI / lint", 780, 1), oom_log().as_bytes(), 8)
+        .await;
+    wait_until(Duration::from_secs(60), || async {
+        let attempts: Option<i32> =
+            sqlx::query_scalar("SELECT attempts FROM notification_outbox WHERE run_id = $1")
+                .bind(waiting)
+                .fetch_optional(&db.pool)
+                .await
+                .unwrap();
+        attempts.filter(|a| *a >= 2).map(|_| ())
+    })
+    .await;
+    assert_eq!(runs.reruns(780), 0, "not while the run is in progress");
+    runs.0.lock().unwrap().in_progress.remove(&780);
+    outbox_delivered(&db, waiting).await;
+    assert_eq!(runs.reruns(780), 1);
+
     // A failed assertion is nobody's machine: nothing is re-run.
     let test = db
         .ingest(
@@ -235,7 +260,7 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
         .await;
     outbox_delivered(&db, test).await;
     assert_eq!(runs.reruns(779), 0);
-    assert_eq!(reruns(&db).await.len(), 2);
+    assert_eq!(reruns(&db).await.len(), 3);
 }
 
 /// One trigger request Jenkins received: path, authorization, body.

@@ -126,6 +126,17 @@ pub async fn sending(pool: &PgPool, key: &str) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// Notes what a later deliverer needs to tell whether the request went
+/// out (the build number it would start), before it is sent.
+pub async fn note(pool: &PgPool, key: &str, detail: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE reruns SET detail = $2 WHERE key = $1 AND state = 'requested'")
+        .bind(key)
+        .bind(detail)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// requested -> `state` (`done` or `refused`), with the CI system's answer.
 pub async fn answer(
     pool: &PgPool,

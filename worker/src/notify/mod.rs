@@ -283,8 +283,8 @@ impl Notifier {
         // The lock outlives every request of one attempt, one after the
         // other (the webhook, Slack, and for a check run: the lookup, the
         // create and its annotation updates), with room to record it.
-        let lock =
-            self.config.timeout * (deliver::MAX_REQUESTS_PER_ATTEMPT + 1) + Duration::from_secs(5);
+        let lock = self.config.timeout * (deliver::MAX_REQUESTS_PER_ATTEMPT + rerun::REQUESTS + 1)
+            + Duration::from_secs(5);
         outbox::claim_due(&self.pool, &self.owner, lock, &self.config.kinds(), BATCH).await
     }
 

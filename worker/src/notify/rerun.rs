@@ -25,6 +25,12 @@ use tracing::info;
 use super::deliver::GitHub;
 use crate::sources::{jenkins::JenkinsConfig, jenkins_path::JobPath};
 
+/// Most requests one delivery of a re-run makes (the run's state or the
+/// job's next build, the check after a crash, the request), and the pull
+/// requests' look-up of the comment target beside it: the outbox lock
+/// outlives them all, so no second deliverer takes the row meanwhile.
+pub const REQUESTS: u32 = 4;
+
 /// What a verdict asks for, and why (or why not).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -234,6 +240,24 @@ pub(crate) async fn deliver(
         info!(run_id = %run.id, "no re-run: no credentials for the CI system");
         return Ok(false);
     }
+    // GitHub re-runs a run's failed jobs only once the run has finished
+    // (a job's failure arrives while its siblings still run): until then,
+    // the outbox tries again later, and nothing is journaled.
+    if let Plan::Github { repo, run_id, .. } = &plan {
+        let (api, gh) = c.github.as_ref().ok_or("no GitHub token")?;
+        let (status, answer) = gh
+            .request(
+                c.http
+                    .get(format!("{api}/repos/{repo}/actions/runs/{run_id}")),
+            )
+            .await?;
+        if status == 200 && answer["status"].as_str().is_some_and(|s| s != "completed") {
+            return Err(format!(
+                "re-run: workflow run {run_id} is still {}; asking once it has finished",
+                answer["status"].as_str().unwrap_or_default()
+            ));
+        }
+    }
     let key = plan.key();
     let request = plan.request(github_api, jenkins_root);
     let new = NewRerun {
@@ -249,19 +273,38 @@ pub(crate) async fn deliver(
     let db = |e: sqlx::Error| format!("database: {e}");
     match reruns::begin(c.pool, &new).await.map_err(db)? {
         Begun::Fresh(_) => {}
-        Begun::Pending(_) => {
+        Begun::Pending(row) => {
             // An earlier attempt journaled it and may have sent it.
-            if let Some(seen) = already_rerun(c, &plan).await? {
-                reruns::answer(c.pool, &key, "done", None, &seen)
-                    .await
-                    .map_err(db)?;
-                return Ok(true);
+            match already_rerun(c, &plan, row.detail.as_deref()).await? {
+                Check::Found(seen) => {
+                    reruns::answer(c.pool, &key, "done", None, &seen)
+                        .await
+                        .map_err(db)?;
+                    return Ok(true);
+                }
+                Check::Refused(status, why) => {
+                    reruns::answer(c.pool, &key, "refused", Some(status), &why)
+                        .await
+                        .map_err(db)?;
+                    return Ok(true);
+                }
+                Check::NotYet => {}
             }
         }
-        Begun::Answered(_) => return Ok(false),
+        // Answered by an attempt whose comment refresh may have failed.
+        Begun::Answered(_) => return Ok(true),
         Begun::Taken(other) => {
             info!(run_id = %run.id, by = %other.run_id, %key, "already re-run for another analysis");
             return Ok(false);
+        }
+    }
+    if let Plan::Jenkins { job, .. } = &plan {
+        // The build the request will start is at least this one: what a
+        // later deliverer looks for after a crash.
+        if let Some(next) = jenkins_next_build(c, job).await? {
+            reruns::note(c.pool, &key, &format!("{NEXT_BUILD}{next}"))
+                .await
+                .map_err(db)?;
         }
     }
     reruns::sending(c.pool, &key).await.map_err(db)?;
@@ -276,6 +319,9 @@ pub(crate) async fn deliver(
         }
         // Rate-limited or the service failing: the outbox tries again later.
         429 | 500..=599 => Err(format!("re-run: {status}: {detail}")),
+        403 if detail.to_lowercase().contains("rate limit") => {
+            Err(format!("re-run: {status}: {detail}"))
+        }
         // Refused (a run still in progress, too old, no permission, gone):
         // recorded, never retried.
         _ => {
@@ -288,9 +334,23 @@ pub(crate) async fn deliver(
     }
 }
 
+/// What the CI system says of a journaled, unanswered re-run.
+enum Check {
+    /// It exists: what shows it.
+    Found(String),
+    /// It never will: the status and why (recorded, not retried).
+    Refused(u16, String),
+    /// Not there: send the request.
+    NotYet,
+}
+
+/// Prefix of the note a Jenkins re-run keeps before its request: the next
+/// build number the job had.
+const NEXT_BUILD: &str = "next build ";
+
 /// Whether the CI system already has the re-run (after a crash between the
-/// journal and the answer): what shows it, or `None`.
-async fn already_rerun(c: &Clients<'_>, plan: &Plan) -> Result<Option<String>, String> {
+/// journal and the answer). `note`: the row's detail so far.
+async fn already_rerun(c: &Clients<'_>, plan: &Plan, note: Option<&str>) -> Result<Check, String> {
     match plan {
         Plan::Github {
             repo,
@@ -304,33 +364,60 @@ async fn already_rerun(c: &Clients<'_>, plan: &Plan) -> Result<Option<String>, S
                         .get(format!("{api}/repos/{repo}/actions/runs/{run_id}")),
                 )
                 .await?;
+            let message = run["message"].as_str().unwrap_or_default().to_string();
             match status {
                 200 => Ok(run["run_attempt"]
                     .as_u64()
                     .filter(|a| a > attempt)
-                    .map(|a| format!("found attempt {a} of run {run_id} after a restart"))),
-                404 => Ok(Some(format!("run {run_id} is gone"))),
+                    .map_or(Check::NotYet, |a| {
+                        Check::Found(format!("found attempt {a} of run {run_id} after a restart"))
+                    })),
+                403 if message.to_lowercase().contains("rate limit") => {
+                    Err(format!("re-run check: github answered 403: {message}"))
+                }
+                401 | 403 | 404 => Ok(Check::Refused(status, format!("run {run_id}: {message}"))),
                 s => Err(format!("re-run check: github answered {s}")),
             }
         }
-        Plan::Jenkins { job, build, .. } => {
+        Plan::Jenkins { job, .. } => {
+            // Only a build from the number noted before the request counts
+            // (a later push's build is not the re-run).
+            let Some(next) = note
+                .and_then(|n| n.strip_prefix(NEXT_BUILD))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                return Ok(Check::NotYet);
+            };
             let cfg = c.jenkins.ok_or("no JENKINS_URL")?;
             let mut url = job.url(&cfg.url, &["api", "json"]);
-            url.set_query(Some("tree=inQueue,lastBuild[number]"));
+            url.set_query(Some("tree=lastBuild[number]"));
             let (status, body) = jenkins_request(c.http, cfg, c.http.get(url)).await?;
             let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             match status {
-                200 if v["inQueue"].as_bool() == Some(true) => {
-                    Ok(Some("a build of the job was queued after a restart".into()))
-                }
                 200 => Ok(v["lastBuild"]["number"]
                     .as_u64()
-                    .filter(|n| n > build)
-                    .map(|n| format!("found build {n} after a restart"))),
+                    .filter(|n| *n >= next)
+                    .map_or(Check::NotYet, |n| {
+                        Check::Found(format!("found build {n} after a restart"))
+                    })),
+                401 | 403 | 404 => Ok(Check::Refused(status, format!("Jenkins answered {status}"))),
                 s => Err(format!("re-run check: Jenkins answered {s}")),
             }
         }
     }
+}
+
+/// The job's next build number, when Jenkins says it.
+async fn jenkins_next_build(c: &Clients<'_>, job: &JobPath) -> Result<Option<u64>, String> {
+    let cfg = c.jenkins.ok_or("no JENKINS_URL")?;
+    let mut url = job.url(&cfg.url, &["api", "json"]);
+    url.set_query(Some("tree=nextBuildNumber"));
+    let (status, body) = jenkins_request(c.http, cfg, c.http.get(url)).await?;
+    if status != 200 {
+        return Ok(None);
+    }
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    Ok(v["nextBuildNumber"].as_u64())
 }
 
 /// Sends the re-run request: the status and a short detail.
