@@ -134,6 +134,21 @@ impl TestDb {
             .expect("enqueue prints a run id")
     }
 
+    /// Waits (60 s at most) until run `run`'s notification is delivered to
+    /// every configured target.
+    pub async fn wait_delivered(&self, run: Uuid) {
+        wait_until(Duration::from_secs(60), || async {
+            let status: Option<String> =
+                sqlx::query_scalar("SELECT status FROM notification_outbox WHERE run_id = $1")
+                    .bind(run)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .unwrap();
+            (status.as_deref() == Some("delivered")).then_some(())
+        })
+        .await
+    }
+
     /// Stores `event` and its `log` as a webhook handler does (Postgres
     /// broker, priority 10, 5 attempts, at most `max_iterations`); its run.
     pub async fn ingest(

@@ -84,19 +84,6 @@ fn assertion_log(test: &str) -> String {
     )
 }
 
-async fn wait_delivered(db: &TestDb, run: Uuid) {
-    wait_until(Duration::from_secs(60), || async {
-        let status: Option<String> =
-            sqlx::query_scalar("SELECT status FROM notification_outbox WHERE run_id = $1")
-                .bind(run)
-                .fetch_optional(&db.pool)
-                .await
-                .unwrap();
-        (status.as_deref() == Some("delivered")).then_some(())
-    })
-    .await
-}
-
 /// The comment row once it is clean (written) with `writes` ≥ `min_writes`.
 async fn wait_written(db: &TestDb, pr: i64, min_writes: i32) -> pr_comments::PrComment {
     wait_until(Duration::from_secs(30), || async {
@@ -167,7 +154,7 @@ async fn three_failed_jobs_share_one_comment_updated_in_place_until_a_later_run_
     let (_fake, _worker) = comment_worker(&db, &issues).await;
 
     let build = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
-    wait_delivered(&db, build).await;
+    db.wait_delivered(build).await;
     let first = wait_written(&db, 7, 1).await;
     let tests_a = failed_job(
         &db,
@@ -186,7 +173,7 @@ async fn three_failed_jobs_share_one_comment_updated_in_place_until_a_later_run_
     )
     .await;
     for run in [tests_a, tests_b] {
-        wait_delivered(&db, run).await;
+        db.wait_delivered(run).await;
     }
     wait_until(Duration::from_secs(30), || async {
         let c = ours(&issues, 7);
@@ -260,7 +247,7 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     let (_fake, _worker) = comment_worker(&db, &issues).await;
 
     let a = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
-    wait_delivered(&db, a).await;
+    db.wait_delivered(a).await;
     let row = wait_written(&db, 7, 1).await;
     assert_eq!(ours(&issues, 7).len(), 1);
     assert_eq!(
@@ -277,7 +264,7 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     issues.edit(id, "I replaced this text");
     issues.react(id, false);
     let b = failed_job(&db, "CI / lint", HEAD, &[7], &assertion_log("test_lint")).await;
-    wait_delivered(&db, b).await;
+    db.wait_delivered(b).await;
     let row = wait_written(&db, 7, 2).await;
     assert_eq!((row.human_edits, row.thumbs_down, row.thumbs_up), (1, 1, 0));
     let comments = ours(&issues, 7);
@@ -291,7 +278,7 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     // Someone deletes it: the next job posts it again, once.
     issues.delete(id);
     let c = failed_job(&db, "CI / docs", HEAD, &[7], &oom_log()).await;
-    wait_delivered(&db, c).await;
+    db.wait_delivered(c).await;
     let row = wait_written(&db, 7, 3).await;
     assert_eq!(row.recreated, 1);
     let comments = ours(&issues, 7);
@@ -306,7 +293,7 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
 
     // A commit with no open pull request: delivered, no comment anywhere.
     let lone = failed_job(&db, "CI / build", LATER, &[], &oom_log()).await;
-    wait_delivered(&db, lone).await;
+    db.wait_delivered(lone).await;
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM pr_comments")
         .fetch_one(&db.pool)
         .await

@@ -111,19 +111,6 @@ fn assertion_log() -> String {
         .into()
 }
 
-async fn outbox_delivered(db: &TestDb, run: Uuid) {
-    wait_until(Duration::from_secs(60), || async {
-        let status: Option<String> =
-            sqlx::query_scalar("SELECT status FROM notification_outbox WHERE run_id = $1")
-                .bind(run)
-                .fetch_optional(&db.pool)
-                .await
-                .unwrap();
-        (status.as_deref() == Some("delivered")).then_some(())
-    })
-    .await
-}
-
 async fn reruns(db: &TestDb) -> Vec<Rerun> {
     let runs: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM analysis_runs")
         .fetch_all(&db.pool)
@@ -193,7 +180,7 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
     // Another worker finds the request journaled and unanswered, sees the
     // new attempt on GitHub, and does not ask again.
     let _second = db.worker("w2", &env);
-    outbox_delivered(&db, oom).await;
+    db.wait_delivered(oom).await;
     let journal = reruns(&db).await;
     assert_eq!(journal[0].state, "done", "{journal:?}");
     assert!(
@@ -211,14 +198,14 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
     let again = db
         .ingest(&github_event("CI / build", 777, 2), oom_log().as_bytes(), 8)
         .await;
-    outbox_delivered(&db, again).await;
+    db.wait_delivered(again).await;
     assert_eq!(runs.reruns(777), 1, "never twice for one failure");
 
     // GitHub refuses: recorded, never retried.
     let refused = db
         .ingest(&github_event("CI / e2e", 778, 1), oom_log().as_bytes(), 8)
         .await;
-    outbox_delivered(&db, refused).await;
+    db.wait_delivered(refused).await;
     let journal = reruns(&db).await;
     let r = journal.iter().find(|r| r.run_id == refused).unwrap();
     assert_eq!(
@@ -247,7 +234,7 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
     .await;
     assert_eq!(runs.reruns(780), 0, "not while the run is in progress");
     runs.0.lock().unwrap().in_progress.remove(&780);
-    outbox_delivered(&db, waiting).await;
+    db.wait_delivered(waiting).await;
     assert_eq!(runs.reruns(780), 1);
 
     // A failed assertion is nobody's machine: nothing is re-run.
@@ -258,7 +245,7 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
             8,
         )
         .await;
-    outbox_delivered(&db, test).await;
+    db.wait_delivered(test).await;
     assert_eq!(runs.reruns(779), 0);
     assert_eq!(reruns(&db).await.len(), 3);
 }
@@ -319,7 +306,7 @@ async fn a_jenkins_infrastructure_failure_is_rebuilt_with_its_parameters() {
         ..NewEvent::default()
     };
     let run = db.ingest(&event, oom_log().as_bytes(), 8).await;
-    outbox_delivered(&db, run).await;
+    db.wait_delivered(run).await;
     let got = queue.0.lock().unwrap().clone();
     assert_eq!(got.len(), 1, "{got:?}");
     let (_, auth, body) = &got[0];

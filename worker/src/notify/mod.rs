@@ -202,16 +202,13 @@ impl Notifier {
         &self,
         run: &runs::RunRow,
         event: &events::EventRow,
+        payload: &Value,
         repository: &str,
         sha: &str,
     ) -> Result<(), String> {
         let Some((api, token)) = &self.config.github else {
             return Ok(());
         };
-        let payload = events::payload(&self.pool, event.id)
-            .await
-            .map_err(|e| format!("database: {e}"))?
-            .unwrap_or_default();
         // What the webhook handler stored of the delivery (`GithubTarget`).
         let payload = &payload["github"];
         let named: Vec<i64> = payload["pull_requests"]
@@ -240,11 +237,12 @@ impl Notifier {
     /// Target [`RERUN`]: the failed jobs run again once when the verdict
     /// says the failure is transient ([`rerun`]); a comment already written
     /// for the commit says so.
-    async fn rerun(&self, run: &runs::RunRow, event: &events::EventRow) -> Result<(), String> {
-        let payload = events::payload(&self.pool, event.id)
-            .await
-            .map_err(|e| format!("database: {e}"))?
-            .unwrap_or_default();
+    async fn rerun(
+        &self,
+        run: &runs::RunRow,
+        event: &events::EventRow,
+        payload: &Value,
+    ) -> Result<(), String> {
         let clients = rerun::Clients {
             pool: &self.pool,
             http: &self.http,
@@ -264,7 +262,7 @@ impl Notifier {
             &clients,
             run,
             event,
-            &payload,
+            payload,
             self.config.rerun_min_confidence,
         )
         .await?;
@@ -277,6 +275,22 @@ impl Notifier {
                 .map_err(|e| format!("database: {e}"))?;
         }
         Ok(())
+    }
+
+    /// The event's stored payload, read once per delivery for the targets
+    /// that need it (`cache`).
+    async fn payload<'c>(
+        &self,
+        event: &events::EventRow,
+        cache: &'c mut Option<Value>,
+    ) -> Result<&'c Value, String> {
+        if cache.is_none() {
+            let read = events::payload(&self.pool, event.id)
+                .await
+                .map_err(|e| format!("database: {e}"))?;
+            *cache = Some(read.unwrap_or_default());
+        }
+        Ok(cache.get_or_insert_default())
     }
 
     async fn claim(&self) -> sqlx::Result<Vec<Claimed>> {
@@ -364,6 +378,7 @@ impl Notifier {
                 Err(e) => errors.push(e),
             }
         }
+        let mut payload = None;
         // Before the comment is marked, so that its first version says so.
         if let Some(e) = &event
             && e.repository
@@ -371,7 +386,11 @@ impl Notifier {
                 .is_some_and(|r| self.config.reruns.contains(r))
             && pending(RERUN)
         {
-            match self.rerun(&run, e).await {
+            let outcome = match self.payload(e, &mut payload).await {
+                Ok(p) => self.rerun(&run, e, p).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
                 Ok(()) => delivered.push(RERUN.to_string()),
                 Err(e) => errors.push(e),
             }
@@ -380,7 +399,11 @@ impl Notifier {
             && self.config.pr_comments.contains(repo)
             && pending(PR_COMMENT)
         {
-            match self.mark_pull_requests(&run, e, repo, sha).await {
+            let outcome = match self.payload(e, &mut payload).await {
+                Ok(p) => self.mark_pull_requests(&run, e, p, repo, sha).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
                 Ok(()) => delivered.push(PR_COMMENT.to_string()),
                 Err(e) => errors.push(e),
             }

@@ -96,29 +96,24 @@ impl Plan {
         }
     }
 
-    /// The request, as journaled (`POST <url>`).
-    pub fn request(&self, github_api: &str, jenkins: Option<&Url>) -> String {
+    /// The URL the re-run is requested at (POSTed), under the configured
+    /// GitHub API or `JENKINS_URL`; `None` without that CI system's settings.
+    pub fn url(&self, github_api: Option<&str>, jenkins_root: Option<&Url>) -> Option<String> {
         match self {
-            Plan::Github { repo, run_id, .. } => {
-                format!("POST {github_api}/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
-            }
+            Plan::Github { repo, run_id, .. } => github_api
+                .map(|api| format!("{api}/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs")),
             Plan::Jenkins {
                 job, parameters, ..
-            } => {
-                let root = jenkins.map_or_else(|| "JENKINS_URL/".to_string(), Url::to_string);
-                let root = Url::parse(&root)
-                    .unwrap_or_else(|_| Url::parse("http://jenkins/").expect("valid"));
-                format!(
-                    "POST {}",
-                    jenkins_trigger(job, &root, parameters.is_empty())
-                )
-            }
+            } => jenkins_root.map(|root| {
+                let trigger = if parameters.is_empty() {
+                    "build"
+                } else {
+                    "buildWithParameters"
+                };
+                job.url(root, &[trigger]).to_string()
+            }),
         }
     }
-}
-
-fn jenkins_trigger(job: &JobPath, root: &Url, bare: bool) -> Url {
-    job.url(root, &[if bare { "build" } else { "buildWithParameters" }])
 }
 
 /// The plan for an event, or why there is none.
@@ -148,11 +143,7 @@ pub fn plan(event: &EventRow, payload: &Value) -> Result<Plan, String> {
             let job_url = j["job_url"]
                 .as_str()
                 .ok_or("the event names no Jenkins job")?;
-            let job = if job_url.starts_with("job/") || job_url.contains("/job/") {
-                JobPath::from_job_url(job_url)?
-            } else {
-                JobPath::from_names(job_url)?
-            };
+            let job = JobPath::from_job_url_or_names(job_url)?;
             let build = event
                 .build_number
                 .as_deref()
@@ -217,8 +208,6 @@ pub(crate) async fn deliver(
             return Ok(false);
         }
     };
-    let github_api = c.github.as_ref().map_or("", |(api, _)| *api);
-    let jenkins_root = c.jenkins.map(|j| &j.url);
     // Scope: the allow-lists hold for writes as for reads.
     let scope = match &plan {
         Plan::Github { repo, .. } => c.allowed.check_repository(repo),
@@ -232,34 +221,32 @@ pub(crate) async fn deliver(
         info!(run_id = %run.id, %why, "no re-run: out of scope");
         return Ok(false);
     }
-    let configured = match &plan {
-        Plan::Github { .. } => c.github.is_some(),
-        Plan::Jenkins { .. } => c.jenkins.is_some(),
-    };
-    if !configured {
+    let Some(url) = plan.url(
+        c.github.as_ref().map(|(api, _)| *api),
+        c.jenkins.map(|j| &j.url),
+    ) else {
         info!(run_id = %run.id, "no re-run: no credentials for the CI system");
         return Ok(false);
-    }
+    };
     // GitHub re-runs a run's failed jobs only once the run has finished
     // (a job's failure arrives while its siblings still run): until then,
-    // the outbox tries again later, and nothing is journaled.
-    if let Plan::Github { repo, run_id, .. } = &plan {
-        let (api, gh) = c.github.as_ref().ok_or("no GitHub token")?;
-        let (status, answer) = gh
-            .request(
-                c.http
-                    .get(format!("{api}/repos/{repo}/actions/runs/{run_id}")),
-            )
-            .await?;
-        if status == 200 && answer["status"].as_str().is_some_and(|s| s != "completed") {
-            return Err(format!(
-                "re-run: workflow run {run_id} is still {}; asking once it has finished",
-                answer["status"].as_str().unwrap_or_default()
-            ));
+    // the outbox tries again later, and nothing is journaled. The same
+    // answer says, after a crash, whether the re-run already exists.
+    let github_run = match &plan {
+        Plan::Github { repo, run_id, .. } => {
+            let (status, answer) = github_run(c, repo, *run_id).await?;
+            if status == 200 && answer["status"].as_str().is_some_and(|s| s != "completed") {
+                return Err(format!(
+                    "re-run: workflow run {run_id} is still {}; asking once it has finished",
+                    answer["status"].as_str().unwrap_or_default()
+                ));
+            }
+            Some((status, answer))
         }
-    }
+        Plan::Jenkins { .. } => None,
+    };
     let key = plan.key();
-    let request = plan.request(github_api, jenkins_root);
+    let request = format!("POST {url}");
     let new = NewRerun {
         key: &key,
         run_id: run.id,
@@ -275,7 +262,7 @@ pub(crate) async fn deliver(
         Begun::Fresh(_) => {}
         Begun::Pending(row) => {
             // An earlier attempt journaled it and may have sent it.
-            match already_rerun(c, &plan, row.detail.as_deref()).await? {
+            match already_rerun(c, &plan, github_run, row.detail.as_deref()).await? {
                 Check::Found(seen) => {
                     reruns::answer(c.pool, &key, "done", None, &seen)
                         .await
@@ -308,7 +295,7 @@ pub(crate) async fn deliver(
         }
     }
     reruns::sending(c.pool, &key).await.map_err(db)?;
-    let (status, detail) = send(c, &plan).await?;
+    let (status, detail) = send(c, &plan, &url).await?;
     match status {
         200..=299 => {
             info!(run_id = %run.id, %key, origin = origin.as_str(), "re-run requested");
@@ -349,21 +336,19 @@ enum Check {
 const NEXT_BUILD: &str = "next build ";
 
 /// Whether the CI system already has the re-run (after a crash between the
-/// journal and the answer). `note`: the row's detail so far.
-async fn already_rerun(c: &Clients<'_>, plan: &Plan, note: Option<&str>) -> Result<Check, String> {
+/// journal and the answer). `github_run`: GitHub's answer about the run,
+/// read just before; `note`: the row's detail so far.
+async fn already_rerun(
+    c: &Clients<'_>,
+    plan: &Plan,
+    github_run: Option<(u16, Value)>,
+    note: Option<&str>,
+) -> Result<Check, String> {
     match plan {
         Plan::Github {
-            repo,
-            run_id,
-            attempt,
+            run_id, attempt, ..
         } => {
-            let (api, gh) = c.github.as_ref().ok_or("no GitHub token")?;
-            let (status, run) = gh
-                .request(
-                    c.http
-                        .get(format!("{api}/repos/{repo}/actions/runs/{run_id}")),
-                )
-                .await?;
+            let (status, run) = github_run.ok_or("the run was not read")?;
             let message = run["message"].as_str().unwrap_or_default().to_string();
             match status {
                 200 => Ok(run["run_attempt"]
@@ -391,7 +376,7 @@ async fn already_rerun(c: &Clients<'_>, plan: &Plan, note: Option<&str>) -> Resu
             let cfg = c.jenkins.ok_or("no JENKINS_URL")?;
             let mut url = job.url(&cfg.url, &["api", "json"]);
             url.set_query(Some("tree=lastBuild[number]"));
-            let (status, body) = jenkins_request(c.http, cfg, c.http.get(url)).await?;
+            let (status, body) = jenkins_request(cfg, c.http.get(url)).await?;
             let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             match status {
                 200 => Ok(v["lastBuild"]["number"]
@@ -407,12 +392,22 @@ async fn already_rerun(c: &Clients<'_>, plan: &Plan, note: Option<&str>) -> Resu
     }
 }
 
+/// GitHub's answer about workflow run `run_id`: status and JSON.
+async fn github_run(c: &Clients<'_>, repo: &str, run_id: u64) -> Result<(u16, Value), String> {
+    let (api, gh) = c.github.as_ref().ok_or("no GitHub token")?;
+    gh.request(
+        c.http
+            .get(format!("{api}/repos/{repo}/actions/runs/{run_id}")),
+    )
+    .await
+}
+
 /// The job's next build number, when Jenkins says it.
 async fn jenkins_next_build(c: &Clients<'_>, job: &JobPath) -> Result<Option<u64>, String> {
     let cfg = c.jenkins.ok_or("no JENKINS_URL")?;
     let mut url = job.url(&cfg.url, &["api", "json"]);
     url.set_query(Some("tree=nextBuildNumber"));
-    let (status, body) = jenkins_request(c.http, cfg, c.http.get(url)).await?;
+    let (status, body) = jenkins_request(cfg, c.http.get(url)).await?;
     if status != 200 {
         return Ok(None);
     }
@@ -420,19 +415,14 @@ async fn jenkins_next_build(c: &Clients<'_>, job: &JobPath) -> Result<Option<u64
     Ok(v["nextBuildNumber"].as_u64())
 }
 
-/// Sends the re-run request: the status and a short detail.
-async fn send(c: &Clients<'_>, plan: &Plan) -> Result<(u16, String), String> {
+/// Sends the re-run request to `url` ([`Plan::url`]): the status and a
+/// short detail.
+async fn send(c: &Clients<'_>, plan: &Plan, url: &str) -> Result<(u16, String), String> {
     match plan {
-        Plan::Github { repo, run_id, .. } => {
-            let (api, gh) = c.github.as_ref().ok_or("no GitHub token")?;
+        Plan::Github { run_id, .. } => {
+            let (_, gh) = c.github.as_ref().ok_or("no GitHub token")?;
             let (status, answer) = gh
-                .request(
-                    c.http
-                        .post(format!(
-                            "{api}/repos/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
-                        ))
-                        .json(&serde_json::json!({})),
-                )
+                .request(c.http.post(url).json(&serde_json::json!({})))
                 .await?;
             let detail = answer["message"].as_str().map_or_else(
                 || format!("re-run of the failed jobs of run {run_id}"),
@@ -444,9 +434,7 @@ async fn send(c: &Clients<'_>, plan: &Plan) -> Result<(u16, String), String> {
             job, parameters, ..
         } => {
             let cfg = c.jenkins.ok_or("no JENKINS_URL")?;
-            let url = jenkins_trigger(job, &cfg.url, parameters.is_empty());
-            let req = c.http.post(url).form(parameters);
-            let (status, body) = jenkins_request(c.http, cfg, req).await?;
+            let (status, body) = jenkins_request(cfg, c.http.post(url).form(parameters)).await?;
             let detail = if (200..300).contains(&status) {
                 format!(
                     "queued a build of {} with {} parameter(s)",
@@ -464,7 +452,6 @@ async fn send(c: &Clients<'_>, plan: &Plan) -> Result<(u16, String), String> {
 /// One Jenkins request with the configured credentials: status and body
 /// (at most 64 KiB of it).
 async fn jenkins_request(
-    _http: &reqwest::Client,
     cfg: &JenkinsConfig,
     mut req: reqwest::RequestBuilder,
 ) -> Result<(u16, String), String> {
@@ -548,8 +535,8 @@ mod tests {
         assert_eq!(gh.key(), "github:octo/app:run:30433700");
         assert_eq!(gh.key(), again.key());
         assert_eq!(
-            gh.request("https://api.github.com", None),
-            "POST https://api.github.com/repos/octo/app/actions/runs/30433700/rerun-failed-jobs"
+            gh.url(Some("https://api.github.com"), None).as_deref(),
+            Some("https://api.github.com/repos/octo/app/actions/runs/30433700/rerun-failed-jobs")
         );
         let payload = json!({"jenkins": {"job_url": "job/team/job/app/",
                                          "parameters": {"TARGET": "linux", "DEBUG": true}}});
@@ -571,8 +558,8 @@ mod tests {
         );
         let root = Url::parse("https://ci.example.com/").unwrap();
         assert_eq!(
-            j.request("", Some(&root)),
-            "POST https://ci.example.com/job/team/job/app/buildWithParameters"
+            j.url(None, Some(&root)).as_deref(),
+            Some("https://ci.example.com/job/team/job/app/buildWithParameters")
         );
         // Without a commit a rebuild's failure could not be told from a new one.
         assert!(

@@ -179,11 +179,7 @@ impl JenkinsClient {
     /// notification named (`job_url`: its absolute or relative URL, else
     /// the job's name), under `JENKINS_URL` like [`Self::resolve`].
     pub fn last_success_url(&self, job_url: &str) -> Result<Url, String> {
-        let job = if job_url.starts_with("job/") || job_url.contains("/job/") {
-            JobPath::from_job_url(job_url)?
-        } else {
-            JobPath::from_names(job_url)?
-        };
+        let job = JobPath::from_job_url_or_names(job_url)?;
         Ok(job.url(&self.cfg.url, &["lastSuccessfulBuild", "consoleText"]))
     }
 

@@ -48,6 +48,17 @@ impl JobPath {
         }
     }
 
+    /// From a job URL (absolute or relative, [`Self::from_job_url`]) or,
+    /// when the text names no `job/` segment, a job's names
+    /// ([`Self::from_names`]): how a notification's `job_url` reads.
+    pub fn from_job_url_or_names(text: &str) -> Result<Self, String> {
+        if text.starts_with("job/") || text.contains("/job/") {
+            Self::from_job_url(text)
+        } else {
+            Self::from_names(text)
+        }
+    }
+
     /// From a build or console URL (`…/job/a/123/`, `…/job/a/123/consoleText`):
     /// the job and the build number, and nothing else.
     pub fn from_build_url(text: &str) -> Result<(Self, u64), String> {
