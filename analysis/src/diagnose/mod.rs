@@ -197,6 +197,10 @@ struct Hit {
     /// Read on a failed step's block the excerpt left out
     /// ([`Excerpt::aside`]): the model does not read it.
     aside: bool,
+    /// Read because the lines read first held no recogniser at all: the
+    /// block shown instead, or another block of the failed step. It votes,
+    /// but what it decides goes to review.
+    fallback: bool,
     line_no: u64,
     line: String,
     captures: HashMap<&'static str, String>,
@@ -371,6 +375,23 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         collect(&mut hits, l.line_no, text.trim());
         seen_lines.push(l.line_no);
     }
+    // Nothing recognised in the block read (a build tool's generic footer,
+    // say): the block the learned ranking shows is read instead, and if
+    // that holds nothing either, the failed step's other blocks vote. An
+    // answer they decide is marked, and goes to review.
+    if hits.is_empty() && tail_silent(excerpt) && !excerpt.evidence.is_empty() {
+        for l in &excerpt.lines {
+            if seen_lines.contains(&l.line_no) {
+                continue;
+            }
+            let before = hits.len();
+            collect(&mut hits, l.line_no, clean_line(&l.text).trim());
+            seen_lines.push(l.line_no);
+            for h in &mut hits[before..] {
+                h.fallback = true;
+            }
+        }
+    }
     // How the job ended: only the machine and the CI system speak there
     // with full weight; anything else in the tail merely supports.
     for (no, text) in &excerpt.tail {
@@ -385,6 +406,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             h.tail = true;
         }
     }
+    let nothing_read = hits.is_empty();
     // A cause printed away from the excerpt's block still explains it;
     // symptoms there (other tests' reports) add nothing.
     for l in &excerpt.aside {
@@ -393,6 +415,13 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         let before = hits.len();
         collect(&mut hits, l.line_no, clean_line(&l.text).trim());
+        if nothing_read {
+            for h in &mut hits[before..] {
+                h.weight *= FALLBACK_WEIGHT;
+                h.fallback = true;
+            }
+            continue;
+        }
         let mut i = before;
         while i < hits.len() {
             let kind = rules::RULES[hits[i].rule].kind;
@@ -406,6 +435,15 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     }
     hits
 }
+
+/// Whether no recogniser reads any of the log's last lines.
+fn tail_silent(excerpt: &Excerpt) -> bool {
+    excerpt.tail.iter().all(|(_, t)| matches_of(t).is_empty())
+}
+
+/// What a finding of another block of the failed step weighs when the
+/// lines read held none.
+const FALLBACK_WEIGHT: f32 = 0.9;
 
 /// Weight from which evidence read aside holds back an answer it
 /// contradicts.
@@ -505,6 +543,7 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
             weight,
             tail: false,
             aside: false,
+            fallback: false,
             line_no,
             line: truncate_chars(text, MAX_FINDING_CHARS).to_string(),
             captures: caps,
@@ -589,6 +628,15 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
             diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
         }
         diagnosis.decided_by = evidence.decided_by(&ordered, winner);
+        if let Some(h) = ordered.first().map(|&i| &hits[i])
+            && h.fallback
+            && rules::RULES[h.rule].kind.category() == winner
+        {
+            diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
+            diagnosis
+                .decided_by
+                .push_str("; read in another block: the lines read first held no recogniser");
+        }
         if let Some(h) = aside
             .iter()
             .find(|h| h.weight >= ASIDE_CONFLICT && rules::RULES[h.rule].kind.category() != winner)

@@ -283,7 +283,7 @@ pub const RULES: &[Rule] = &[
     r("purescript.error", "purs", Compile, 0.8, r"^Error found:$|^Error \d+ of \d+:$|^(?:Could not match type|Unknown (?:value|type|data constructor))"),
     r("erlc.error", "erlc", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:erl|hrl)):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:syntax error|variable .* is unbound|function .* undefined|field \w+ undefined|record \w+ undefined|illegal|head mismatch|undefined|import \S+ is unused|bad|.*unsafe).*)$"),
     r("elixir.compile", "elixirc", Compile, 1.0, r"^== Compilation error in file (?P<file>\S+) ==|^\*\* \((?:CompileError|SyntaxError|TokenMissingError|MismatchedDelimiterError)\) (?P<file2>[\w./-]+\.exs?):(?P<line>\d+)"),
-    r("python.syntax", "python", Compile, 1.0, r"^(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
+    r("python.syntax", "python", Compile, 1.0, r"^(?:E\s+)?(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
     r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
     // Compilers of other languages, in their own formats.
     r("clojure.compile", "clojure", Compile, 0.9, r"Unable to resolve (?:symbol|var|classname): (?P<msg>\S+)(?: in this context)?, compiling:\((?P<file>[\w./-]+\.clj[sc]?):(?P<line>\d+)|^Syntax error (?:\(\w+\) )?(?:compiling|macroexpanding|reading source) (?:\S+ )?at \((?P<file2>[\w./-]+\.clj[sc]?):(?P<line2>\d+)"),
@@ -568,8 +568,15 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
 pub const STEP_KINDS: &[(&str, Kind)] = &[
     (r"(?i)\b(?:npm (?:ci|install|i)|yarn(?: install)?\s*(?:--\S+\s*)*$|pnpm install|pip3? install|poetry install|pipenv install|conda (?:install|env)|bundle(?: install)?\s*(?:--\S+\s*)*$|gem install|composer (?:install|update|require)|go (?:get|mod (?:download|tidy))|cargo (?:fetch|update)|dotnet restore|nuget restore|mix deps\.get|rebar3? get-deps|lein deps|cabal (?:update|install --only-dependencies|v2-build --only-dependencies)|stack (?:setup|build --only-dependencies)|pod (?:install|update|repo update)|carthage (?:bootstrap|update|checkout)|swift package resolve|bower install|apt(?:-get)? install|brew install|install\.packages|cpanm|luarocks install|opam install|Rscript -e .*install|mvn .*dependency:|install-deps|deps\.sh)\b", Kind::Dependency),
     (r"(?i)\b(?:eslint|tslint|stylelint|jshint|jscs|rubocop|flake8|pylint|pycodestyle|black --check|isort --check|gofmt|goimports|golint|golangci-lint|gometalinter|go vet|shellcheck|markdownlint|mdl|remark|awesome_bot|markdown-link-check|lychee|htmlproofer|linkchecker|vint|luacheck|hlint|credo|swiftlint|checkstyle|spotless\w*|ktlint|scalastyle|scalafmt|clang-format|clang-tidy|cppcheck|phpcs|php-cs-fixer|phpstan|psalm|clippy|rustfmt|cargo fmt|mix format|codespell|misspell|editorconfig|lint\w*|fmt(?:-check)?|format-check|check-format|style-?check|linkcheck|bundlesize|size-limit|docs?)\b", Kind::Lint),
+    // A build that skips its tests (Maven's `-DskipTests`, Gradle's `-x
+    // test`) is not a test run, whatever its goals: what fails there is the
+    // build (compilers, plugins' checks).
+    (r"(?i)(?:\s-DskipTests\b(?:=true)?|\s-Dmaven\.test\.skip=true\b|\s-x\s+:?test\b|\s--exclude-task\s+:?test\b)", Kind::Compile),
     (r"(?i)\b(?:test|tests|spec|specs|check|pytest|py\.test|nosetests|tox|jest|mocha|karma|jasmine|ava|tap|rspec|minitest|cucumber|phpunit|ctest|prove|busted|ert|vader|testthat|go test|cargo test|dotnet test|xcodebuild .*test|swift test|mvn (?:-\S+ )*(?:verify|test|install)|gradlew? (?:\S+ )*(?:test|check|build)|sbt (?:\S+ )*test|mix test|rebar3? (?:eunit|ct)|ct_run|lein test|stack test|cabal (?:v2-)?test|R CMD check)\b", Kind::TestFailed),
-    (r"(?i)\b(?:deploy|publish|upload|release|push|firebase|surge|netlify|heroku|s3 sync|gh-pages|codecov|coveralls)\b", Kind::Infra),
+    // `release` as a word, not a build's `--release` flag.
+    (r"(?i)\b(?:deploy|publish|upload|push|firebase|surge|netlify|heroku|s3 sync|gh-pages|codecov|coveralls)\b|(?:^|[^-])\brelease\b", Kind::Infra),
+    // A step that only builds (no test word in it; those are read above).
+    (r"(?i)\b(?:gradlew? (?:\S+ )*(?:assemble\w*|compile\w*)|cargo build|go build|npm run (?:build|compile)\b|yarn (?:run )?build\b|tsc|python3? setup\.py (?:build|build_ext|install|develop)|cmake --build|msbuild|dotnet build|ant (?:compile|jar|build|dist)|sbt (?:\S+ )*compile|mvn (?:-\S+ )*compile)\b", Kind::Compile),
 ];
 
 /// The built-in knowledge-base entry (`analysis/kb/patterns.json`) that

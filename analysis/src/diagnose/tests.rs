@@ -601,3 +601,148 @@ fn a_lint_script_that_failed_under_npm_test_stands_for_the_step() {
     let d = diagnosed(log("test:unit"));
     assert_ne!(d.category, Category::CodeError, "{}", d.decided_by);
 }
+
+/// An excerpt line (for excerpts built by hand).
+fn excerpt_line(line_no: u64, text: &str) -> crate::logs::ExcerptLine {
+    crate::logs::ExcerptLine {
+        line_no,
+        text: text.into(),
+        score: 1.0,
+    }
+}
+
+/// A Maven test step (written for this test) whose block read first is the
+/// build tool's generic footer, with `shown` the block the learned ranking
+/// shows, `aside` another block of the step and `tail` the log's last lines.
+fn maven_footer_excerpt(
+    shown: &[(u64, &str)],
+    aside: &[(u64, &str)],
+    tail: &[(u64, &str)],
+) -> crate::logs::Excerpt {
+    let footer = [
+        (90, "[ERROR] "),
+        (
+            91,
+            "[ERROR] Please refer to /home/ci/app/target/surefire-reports for the individual test results.",
+        ),
+        (92, "[ERROR] -> [Help 1]"),
+        (
+            93,
+            "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.",
+        ),
+    ];
+    let lines = |l: &[(u64, &str)]| l.iter().map(|(n, t)| excerpt_line(*n, t)).collect();
+    crate::logs::Excerpt {
+        lines: lines(shown),
+        evidence: lines(&footer),
+        aside: lines(aside),
+        tail: tail.iter().map(|(n, t)| (*n, t.to_string())).collect(),
+        failed_steps: vec![crate::logs::excerpt::FailedStep {
+            line_no: 95,
+            command: Some("mvn test -B".into()),
+            exit_code: Some(1),
+        }],
+        total_lines: 96,
+        ..crate::logs::Excerpt::default()
+    }
+}
+
+#[test]
+fn a_block_read_first_that_holds_nothing_gives_way_to_the_block_shown() {
+    let crash = [
+        (
+            40,
+            "parsesHeader(app.HeaderTest)  Time elapsed: 0.01 sec  <<< ERROR!",
+        ),
+        (41, "java.lang.ArrayIndexOutOfBoundsException: 7"),
+        (42, "\tat app.Header.parse(Header.java:31)"),
+    ];
+    let d = diagnose(&maven_footer_excerpt(
+        &crash,
+        &[],
+        &[(96, "Done. Your build exited with 1.")],
+    ));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.decided_by.contains("another block"), "{}", d.decided_by);
+    assert!(
+        d.confidence <= ONLY_COUNTS_CONFIDENCE,
+        "goes to review: {}",
+        d.confidence
+    );
+    // Nothing in either block: the failed step is all there is.
+    let d = diagnose(&maven_footer_excerpt(
+        &[],
+        &[],
+        &[(96, "Done. Your build exited with 1.")],
+    ));
+    assert_eq!(d.category, Category::TestFailure);
+    assert!(d.decided_by.starts_with("failed step"), "{}", d.decided_by);
+}
+
+#[test]
+fn another_block_of_the_failed_step_votes_only_when_nothing_else_was_recognised() {
+    let aside = [(
+        30,
+        "java.lang.IllegalStateException: connection pool closed",
+    )];
+    let d = diagnose(&maven_footer_excerpt(
+        &[],
+        &aside,
+        &[(96, "Done. Your build exited with 1.")],
+    ));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.decided_by.contains("another block"), "{}", d.decided_by);
+    assert!(d.confidence <= ONLY_COUNTS_CONFIDENCE);
+    // The log's last lines count the failed tests: the aside block only
+    // holds back, as before.
+    let tail = [(94, "Tests run: 12, Failures: 2, Errors: 0, Skipped: 0")];
+    let d = diagnose(&maven_footer_excerpt(&[], &aside, &tail));
+    assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
+    assert!(!d.decided_by.contains("another block"), "{}", d.decided_by);
+}
+
+#[test]
+fn pytest_prefixes_the_syntax_error_of_a_module_it_collects() {
+    let d = diagnose_text(
+        "____________ ERROR collecting tests/test_parse.py ____________\n\
+         tests/test_parse.py:1: in <module>\n    from parse import read\n\
+         E     File \"/src/parse.py\", line 7\n\
+         E       def read(:\n\
+         E               ^\n\
+         E   SyntaxError: invalid syntax\n",
+    );
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(
+        d.decided_by.starts_with("python.syntax"),
+        "{}",
+        d.decided_by
+    );
+}
+
+#[test]
+fn a_build_that_skips_its_tests_is_not_a_test_step() {
+    let step = |command: &str| {
+        let mut ex = maven_footer_excerpt(&[], &[], &[(96, "Done. Your build exited with 1.")]);
+        ex.failed_steps[0].command = Some(command.into());
+        diagnose(&ex)
+    };
+    for command in [
+        "mvn install -DskipTests=true -Dmaven.javadoc.skip=true -B -V",
+        "mvn verify -Dmaven.test.skip=true",
+        "./gradlew build -x test",
+        "./gradlew assemble",
+        "cargo build --release",
+    ] {
+        let d = step(command);
+        assert_eq!(
+            d.category,
+            Category::CodeError,
+            "{command}: {}",
+            d.decided_by
+        );
+        assert!(d.decided_by.starts_with("failed step"), "{}", d.decided_by);
+    }
+    for command in ["mvn install -B", "./gradlew build", "cargo test"] {
+        assert_eq!(step(command).category, Category::TestFailure, "{command}");
+    }
+}
