@@ -145,6 +145,70 @@ fn pip_requirement_not_found() {
 }
 
 #[test]
+fn tox_failing_to_install_an_environment_s_deps() {
+    let d = diagnosed(
+        "py39 installdeps: -rrequirements/test.txt\n\
+         ERROR: invocation failed (exit code 1), logfile: /home/ci/proj/.tox/py39/log/py39-1.log\n\
+         ERROR: could not install deps [-rrequirements/test.txt]; v = InvocationError('/home/ci/proj/.tox/py39/bin/python -m pip install -rrequirements/test.txt', 1)\n\
+         ___________________________________ summary ____________________________________\n\
+         ERROR:   py39: could not install deps [-rrequirements/test.txt]; v = InvocationError('/home/ci/proj/.tox/py39/bin/python -m pip install -rrequirements/test.txt', 1)",
+        Category::DependencyError,
+    );
+    assert!(
+        d.decided_by.starts_with("tox.install_deps"),
+        "{}",
+        d.decided_by
+    );
+}
+
+#[test]
+fn pyflakes_reports_without_codes() {
+    let d = diagnosed(
+        "$ pyflakes shop tests\n\
+         shop/cart.py:3: 'decimal' imported but unused\n\
+         shop/cart.py:41: undefined name 'Basket'\n\
+         The command \"pyflakes shop tests\" exited with 1.",
+        Category::CodeError,
+    );
+    assert!(
+        d.decided_by.starts_with("pyflakes.message"),
+        "{}",
+        d.decided_by
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("shop/cart.py"), Some(3))
+    );
+}
+
+#[test]
+fn docutils_errors_of_a_documentation_build() {
+    for line in [
+        "/home/ci/proj/docs/usage.rst:118: ERROR: Unexpected indentation.",
+        "docs/usage.rst:118: (ERROR/3) Unexpected indentation.",
+    ] {
+        let d = diagnosed(
+            &format!(
+                "Running Sphinx v1.6.3\nreading sources... [100%] usage\n{line}\nbuild finished with problems."
+            ),
+            Category::CodeError,
+        );
+        assert!(
+            d.decided_by.starts_with("docutils.problem"),
+            "{}",
+            d.decided_by
+        );
+    }
+    // A warning is not an error.
+    let d = diagnose_text("docs/usage.rst:118: WARNING: duplicate label intro");
+    assert!(
+        !d.decided_by.starts_with("docutils.problem"),
+        "{}",
+        d.decided_by
+    );
+}
+
+#[test]
 fn pip_version_conflict() {
     diagnosed(
         "ERROR: Cannot install -r requirements.txt (line 3) and urllib3==2.2.1 because these package versions have conflicting dependencies.\n\

@@ -359,6 +359,10 @@ pub const RULES: &[Rule] = &[
     r("stylelint.legacy", "stylelint", Lint, 0.9, r"^(?P<line>\d+):(?P<col>\d+)\s+(?P<msg>.+?) \((?P<code>[a-z]+(?:-[a-z]+)+)\)$"),
     r("tslint.error", "tslint", Lint, 1.0, r"^(?:ERROR|WARNING): (?:\(\S+\) )?(?P<file>[\w./\\@-]+\.tsx?)(?:\[(?P<line>\d+), (?P<col>\d+)\]|:(?P<line2>\d+):(?P<col2>\d+)): (?P<msg>.+)$"),
     r("flake8.problem", "flake8", Lint, 1.0, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>[EWFCNDBQ]\d{3}) (?P<msg>.+)$"),
+    // pyflakes' own report (no code; the column only since 2.2).
+    r("pyflakes.message", "pyflakes", Lint, 0.9, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+):(?:(?P<col>\d+):?)? (?P<msg>'[^']+' imported but unused|undefined name '[^']+'|redefinition of unused '[^']+' from line \d+|local variable '[^']+' (?:is assigned to but never used|defined .* referenced before assignment)|'from [\w.]+ import \*' used; unable to detect undefined names|import '[^']+' from line \d+ shadowed by loop variable|f-string is missing placeholders|'[^']+' may be undefined, or defined from star imports: .+)$"),
+    // docutils / Sphinx: `file.rst:12: ERROR: …`, `file.rst:12: (ERROR/3) …`.
+    r("docutils.problem", "sphinx", Lint, 0.9, r"^(?P<file>\S+\.(?:rst|txt|md|py)):(?P<line>\d+): (?:(?:ERROR|SEVERE|CRITICAL): |\((?:ERROR/3|SEVERE/4)\) )(?P<msg>.+)$"),
     r("pylint.problem", "pylint", Lint, 1.0, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>[CRWEF]\d{4}): (?P<msg>.+)$"),
     r("black.reformat", "black", Lint, 1.0, r"^would reformat (?P<file>\S+)|^Oh no! 💥 💔 💥|files? would be reformatted"),
     r("isort.unsorted", "isort", Lint, 1.0, r"^ERROR: (?P<file>\S+) Imports are incorrectly sorted"),
@@ -418,6 +422,8 @@ pub const RULES: &[Rule] = &[
     r("bower.notfound", "bower", Dependency, 0.9, r"^bower (?:ENOTFOUND|ECONFLICT|ENORESTARGET|EINVRES)"),
     r("pip.notfound", "pip", Dependency, 1.0, r"Could not find a version that satisfies the requirement (?P<pkg>[\w.\[\]-]+)(?P<ver>[<>=!~][^\s(]*)?|No matching distribution found for (?P<pkg2>[\w.\[\]-]+)"),
     r("pip.conflict", "pip", Dependency, 1.0, r"ResolutionImpossible|because these package versions have conflicting dependencies|(?P<pkg>[\w.-]+) \S+ has requirement (?P<ver>\S+), but you'll have|pip's dependency resolver does not currently take into account"),
+    // tox (3.x) failing to install an environment's dependencies.
+    r("tox.install_deps", "tox", Dependency, 0.9, r"^ERROR:\s+(?:[\w.-]+: )?could not install deps \[(?P<pkg>[^\],;]+)"),
     r("pip.build", "pip", Dependency, 0.8, r"Failed building wheel for (?P<pkg>[\w.-]+)|Command \S*python\S* setup\.py egg_info\S* failed|error: subprocess-exited-with-error|Could not build wheels for (?P<pkg2>[\w.-]+)"),
     r("python.no_module", "python", Dependency, 0.9, r"(?:ModuleNotFoundError|ImportError): No module named '?(?P<pkg>[\w.]+)'?"),
     r("python.import", "python", Dependency, 0.5, r"ImportError: cannot import name '?(?P<msg>\w+)'?|ImportError: (?P<msg2>lib\S+\.so[.\d]*: cannot open shared object file)|pkg_resources\.(?:DistributionNotFound|VersionConflict): (?P<pkg>.+)"),
