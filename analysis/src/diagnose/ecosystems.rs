@@ -209,6 +209,27 @@ fn docutils_errors_of_a_documentation_build() {
 }
 
 #[test]
+fn javac_under_ant_reads_through_the_task_prefix() {
+    let d = diagnosed(
+        "compile:\n\
+         \x20   [javac] Compiling 42 source files to /home/ci/proj/build/classes\n\
+         \x20   [javac] /home/ci/proj/src/org/shop/Cart.java:87: error: cannot find symbol\n\
+         \x20   [javac]         total = add(total, item.price());\n\
+         \x20   [javac]                 ^\n\
+         \x20   [javac]   symbol:   method add(int,int)\n\
+         \x20   [javac] 1 error\n\
+         \n\
+         BUILD FAILED\n\
+         /home/ci/proj/build.xml:40: Compile failed; see the compiler error output for details.",
+        Category::CodeError,
+    );
+    assert_eq!(
+        located(first_diagnostic(&d)),
+        (Some("/home/ci/proj/src/org/shop/Cart.java"), Some(87))
+    );
+}
+
+#[test]
 fn pip_version_conflict() {
     diagnosed(
         "ERROR: Cannot install -r requirements.txt (line 3) and urllib3==2.2.1 because these package versions have conflicting dependencies.\n\

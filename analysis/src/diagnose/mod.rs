@@ -509,8 +509,22 @@ fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
     true
 }
 
+/// Ant's task prefix (`    [javac] `, `[junit] `, `[exec] `): lowercase,
+/// unlike Maven's `[ERROR] `.
+static TASK_PREFIX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[[a-z][\w:.-]*\]\s+").expect("built-in pattern compiles"));
+
 fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
-    let matched = matches_of(text);
+    let mut text = text;
+    let mut matched = matches_of(text);
+    // A build tool that prefixes its tasks' output: when nothing reads the
+    // line as printed, what the task printed is read.
+    if matched.is_empty()
+        && let Some(m) = TASK_PREFIX.find(text)
+    {
+        text = &text[m.end()..];
+        matched = matches_of(text);
+    }
     let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
     for &rule in &matched {
         let r = &rules::RULES[rule];
