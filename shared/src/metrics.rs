@@ -21,7 +21,7 @@ use sqlx::PgPool;
 
 use crate::{
     queue::{Broker, PRIORITY_BULK, PRIORITY_LIVE},
-    storage::{review, shadow, tasks},
+    storage::{feedback, review, shadow, tasks},
 };
 
 /// Step latency buckets, seconds: a heuristic step takes milliseconds, an LLM
@@ -99,7 +99,40 @@ async fn refresh_gauges(pool: &PgPool, broker: &Broker) -> sqlx::Result<()> {
     gauge!("faultline_review_open_items").set(backlog.open as f64);
     gauge!("faultline_review_oldest_open_age_seconds").set(backlog.oldest_age_secs);
     shadow_gauges(&shadow::confusion(pool, SHADOW_WINDOW_DAYS).await?);
+    feedback_gauges(&feedback::rates(pool, FEEDBACK_WINDOW_DAYS).await?);
     Ok(())
+}
+
+/// The window of the feedback gauges.
+pub const FEEDBACK_WINDOW_DAYS: i32 = 30;
+
+/// Feedback cells ever reported (category, origin), so that one that left
+/// the window drops to 0.
+static SEEN_FEEDBACK: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+
+/// `faultline_feedback_votes{category, origin, verdict}` (verdict
+/// `helpful` | `not_helpful`: 👍 / 👎 on pull-request comments and the
+/// console's buttons, last 30 days) and
+/// `faultline_feedback_not_helpful_ratio{category, origin}`.
+fn feedback_gauges(rates: &[feedback::Rate]) {
+    let mut seen = SEEN_FEEDBACK.lock().unwrap_or_else(|p| p.into_inner());
+    seen.extend(rates.iter().map(|r| (r.category.clone(), r.origin.clone())));
+    for (category, origin) in seen.iter() {
+        let rate = rates
+            .iter()
+            .find(|r| &r.category == category && &r.origin == origin);
+        let (helpful, not_helpful, ratio) = rate.map_or((0, 0, 0.0), |r| {
+            (r.helpful, r.not_helpful, r.not_helpful_rate())
+        });
+        for (verdict, n) in [("helpful", helpful), ("not_helpful", not_helpful)] {
+            gauge!("faultline_feedback_votes", "category" => category.clone(),
+                "origin" => origin.clone(), "verdict" => verdict)
+            .set(n as f64);
+        }
+        gauge!("faultline_feedback_not_helpful_ratio", "category" => category.clone(),
+            "origin" => origin.clone())
+        .set(ratio);
+    }
 }
 
 /// The window of the shadow comparison gauges.

@@ -201,14 +201,20 @@ pub fn render(
                 .iter()
                 .map(|j| format!("[analysis]({base}/ui/analyses/{})", j.run.id))
                 .collect();
-            out.push_str(&format!(" · {}", links.join(" · ")));
+            out.push_str(&format!(
+                " · {} · [not helpful?]({base}/ui/analyses/{}#feedback)",
+                links.join(" · "),
+                first.run.id
+            ));
         }
         out.push_str("\n</details>\n");
         if out.len() > MAX_BODY {
             break;
         }
     }
-    out.push_str("\n<sub>Faultline · 👍 / 👎 on this comment tell us whether it helped.</sub>\n");
+    out.push_str(
+        "\n<sub>Faultline · 👍 / 👎 on this comment tell us whether it helped (every analysis it shows gets the vote).</sub>\n",
+    );
     crate::text::truncate_bytes(&out, MAX_BODY).to_string()
 }
 
@@ -480,6 +486,8 @@ mod tests {
             "{body}"
         );
         assert_eq!(body.matches("<details>").count(), 2, "{body}");
+        // One "not helpful?" link per failure, to the console's feedback form.
+        assert_eq!(body.matches("#feedback)").count(), 2, "{body}");
         assert!(body.contains("<summary><b>this change</b> · CODE_ERROR · <code>CI / build (node 20)</code>, <code>CI / build (node 22)</code>: A type error.</summary>"), "{body}");
         assert!(
             body.contains("[`src/a b.ts:3`](https://github.com/octo/app/blob/1f3c5e7a9b2d4f6081a3c5e7092b4d6f8a1c3e50/src/a%20b.ts#L3)"),

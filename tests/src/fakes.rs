@@ -815,6 +815,8 @@ pub struct IssuesState {
     pub comments: Vec<IssueComment>,
     /// Every write: method and path.
     pub writes: Vec<(String, String)>,
+    /// Every read: its path.
+    pub reads: Vec<String>,
     pulls: Vec<(String, u64)>,
     /// Repository files the contents API serves (any ref).
     files: Vec<(String, String)>,
@@ -830,6 +832,8 @@ pub struct IssueComment {
     pub deleted: bool,
     pub thumbs_up: u64,
     pub thumbs_down: u64,
+    /// Who reacted: (login, 👍).
+    pub reactors: Vec<(String, bool)>,
 }
 
 impl IssueComment {
@@ -886,6 +890,7 @@ impl FakeIssues {
             deleted: false,
             thumbs_up: 0,
             thumbs_down: 0,
+            reactors: Vec::new(),
         });
     }
 
@@ -926,6 +931,11 @@ impl FakeIssues {
 
     /// Someone reacts 👍 (`true`) or 👎 to comment `id`.
     pub fn react(&self, id: u64, thumbs_up: bool) {
+        self.react_as(id, "a-developer", thumbs_up);
+    }
+
+    /// `login` reacts 👍 (`true`) or 👎 to comment `id`.
+    pub fn react_as(&self, id: u64, login: &str, thumbs_up: bool) {
         let mut st = self.state.lock().unwrap();
         if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
             if thumbs_up {
@@ -933,7 +943,28 @@ impl FakeIssues {
             } else {
                 c.thumbs_down += 1;
             }
+            c.reactors.push((login.to_string(), thumbs_up));
         }
+    }
+
+    /// `login` takes back their reactions to comment `id`.
+    pub fn unreact(&self, id: u64, login: &str) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
+            for (_, up) in c.reactors.iter().filter(|(l, _)| l == login) {
+                if *up {
+                    c.thumbs_up -= 1;
+                } else {
+                    c.thumbs_down -= 1;
+                }
+            }
+            c.reactors.retain(|(l, _)| l != login);
+        }
+    }
+
+    /// Every request's method and path, reads included.
+    pub fn reads(&self) -> Vec<String> {
+        self.state.lock().unwrap().reads.clone()
     }
 }
 
@@ -980,6 +1011,7 @@ impl Respond for FakeIssues {
                         deleted: false,
                         thumbs_up: 0,
                         thumbs_down: 0,
+                        reactors: Vec::new(),
                     };
                     let json = c.json(&base);
                     st.comments.push(c);
@@ -1005,7 +1037,46 @@ impl Respond for FakeIssues {
             }
             return reply;
         }
+        st.reads.push(path.clone());
         match (method.as_str(), &parts[..]) {
+            // GitHub's list of a comment's reactions, one object per person
+            // and content, oldest first; `content` filters.
+            ("GET", ["repos", _, _, "issues", "comments", id, "reactions"]) => {
+                let per_page = query("per_page").unwrap_or(30).clamp(1, 100);
+                let page = query("page").unwrap_or(1).max(1);
+                let content = request
+                    .url
+                    .query_pairs()
+                    .find(|(k, _)| k == "content")
+                    .map(|(_, v)| v.to_string());
+                match st
+                    .comments
+                    .iter()
+                    .find(|c| !c.deleted && c.id.to_string() == *id)
+                {
+                    Some(c) => {
+                        let list: Vec<Value> = c
+                            .reactors
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (login, up))| {
+                                json!({
+                                    "id": 7_000_000 + i,
+                                    "node_id": format!("REA_lADO{i}"),
+                                    "user": {"login": login, "id": 500 + i, "type": "User"},
+                                    "content": if *up { "+1" } else { "-1" },
+                                    "created_at": "2026-11-27T09:00:00Z",
+                                })
+                            })
+                            .filter(|r| content.as_deref().is_none_or(|want| r["content"] == want))
+                            .skip((page - 1) * per_page)
+                            .take(per_page)
+                            .collect();
+                        github_json(json!(list))
+                    }
+                    None => github_error(404, "Not Found"),
+                }
+            }
             ("GET", ["repos", _, _, "contents", path @ ..]) => {
                 let path = path.join("/");
                 match st.files.iter().find(|(p, _)| *p == path) {

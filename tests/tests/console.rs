@@ -1003,3 +1003,86 @@ async fn the_item_page_links_the_ci_build_the_event_names() {
         "an item without a build URL has no link"
     );
 }
+
+#[tokio::test]
+async fn not_helpful_on_an_analysis_is_recorded_once_per_person_and_counted_by_category() {
+    let db = TestDb::new().await;
+    let token = db.token("reviewer", "alice");
+    let serve = db.serve(&[]).await;
+    let _worker = db.worker("w1", &[]);
+    let path = db.write("oom.log", faultline_tests::oom_log());
+    let run = db.enqueue(&path, &[]);
+    wait_terminal(&db.pool, run, Duration::from_secs(30)).await;
+    let b = Browser::start(&serve.base).await;
+    b.sign_in(&token).await;
+    b.goto(&format!("/ui/analyses/{run}")).await;
+    assert!(
+        b.text("#feedback-counts")
+            .await
+            .contains("0 not-helpful votes")
+    );
+
+    b.find("#feedback button[value='no']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_js(
+        "the page comes back with the vote counted",
+        "const c = document.querySelector('#feedback-counts'); \
+         return !!c && c.textContent.includes('1 not-helpful vote') && c.textContent.includes('yours: not helpful');",
+        Duration::from_secs(10),
+    )
+    .await;
+    b.screenshot("analysis-feedback").await;
+    let recorded: Vec<(String, String, bool)> =
+        sqlx::query_as("SELECT source, actor, helpful FROM analysis_feedback WHERE run_id = $1")
+            .bind(run)
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(recorded, [("console".into(), "alice".into(), false)]);
+
+    // The analyses page counts it by category and origin.
+    b.goto("/ui/analyses").await;
+    let rates = b.text("#feedback-rates tbody tr").await;
+    assert!(rates.contains("INFRA_ERROR"), "{rates}");
+    assert!(rates.contains("100 %"), "{rates}");
+
+    // A second click changes the vote; it does not add one.
+    b.goto(&format!("/ui/analyses/{run}")).await;
+    b.find("#feedback button[value='yes']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_js(
+        "the vote changed",
+        "const c = document.querySelector('#feedback-counts'); \
+         return !!c && c.textContent.includes('1 helpful vote') && c.textContent.includes('0 not-helpful votes');",
+        Duration::from_secs(10),
+    )
+    .await;
+
+    // Bad input, from the signed-in page: no CSRF token, neither yes nor
+    // no, an unknown analysis.
+    let status = |path: String, with_csrf: bool, helpful: &str| {
+        let script = format!(
+            "const body = new URLSearchParams({{helpful: {helpful:?}}}); \
+             if ({with_csrf}) body.set('csrf', document.body.dataset.csrf); \
+             return fetch({path:?}, {{method: 'POST', body, redirect: 'manual'}}).then(r => r.status);"
+        );
+        let client = b.client.clone();
+        async move { client.execute(&script, vec![]).await.unwrap() }
+    };
+    let own = format!("/ui/analyses/{run}/feedback");
+    assert_eq!(status(own.clone(), false, "no").await, 403);
+    assert_eq!(status(own, true, "maybe").await, 400);
+    let unknown = format!("/ui/analyses/{}/feedback", Uuid::new_v4());
+    assert_eq!(status(unknown, true, "no").await, 404);
+    let kept: Vec<(String, bool)> = sqlx::query_as("SELECT actor, helpful FROM analysis_feedback")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, [("alice".into(), true)]);
+}

@@ -27,6 +27,15 @@ const HOOK_SECRET: &str = "gh-hook-secret-for-tests";
 /// A fake GitHub (issue comments, check runs) and a worker writing PR
 /// comments for [`REPO`] to it, with fast retries.
 async fn comment_worker(db: &TestDb, issues: &FakeIssues) -> (MockServer, faultline_tests::Worker) {
+    comment_worker_with(db, issues, &[]).await
+}
+
+/// [`comment_worker`] with more variables.
+async fn comment_worker_with(
+    db: &TestDb,
+    issues: &FakeIssues,
+    more: &[(&str, &str)],
+) -> (MockServer, faultline_tests::Worker) {
     let fake = MockServer::start().await;
     Mock::given(path_regex("/check-runs"))
         .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
@@ -50,6 +59,7 @@ async fn comment_worker(db: &TestDb, issues: &FakeIssues) -> (MockServer, faultl
         ("NOTIFY_RETRY_MAX", "1s"),
         ("NOTIFY_POLL_INTERVAL", "100ms"),
     ];
+    let env: Vec<(&str, &str)> = env.iter().chain(more).copied().collect();
     let worker = db.worker("w1", &env);
     (fake, worker)
 }
@@ -267,6 +277,10 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     db.wait_delivered(b).await;
     let row = wait_written(&db, 7, 2).await;
     assert_eq!((row.human_edits, row.thumbs_down, row.thumbs_up), (1, 1, 0));
+    // The 👎 is feedback on each analysis the comment shows.
+    for run in [a, b] {
+        assert_eq!(votes(&db, run).await, [("a-developer".to_string(), false)]);
+    }
     let comments = ours(&issues, 7);
     assert_eq!(comments.len(), 1);
     assert!(
@@ -299,4 +313,98 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
         .await
         .unwrap();
     assert_eq!(n, 1);
+}
+
+/// A run's reaction votes: (login, helpful), by login.
+async fn votes(db: &TestDb, run: Uuid) -> Vec<(String, bool)> {
+    sqlx::query_as(
+        "SELECT actor, helpful FROM analysis_feedback
+         WHERE run_id = $1 AND source = 'reaction' ORDER BY actor",
+    )
+    .bind(run)
+    .fetch_all(&db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn reactions_given_after_the_last_write_are_read_by_the_sweep_without_editing_the_comment() {
+    let db = TestDb::new().await;
+    let issues = FakeIssues::default();
+    let (_fake, worker) =
+        comment_worker_with(&db, &issues, &[("NOTIFY_REACTION_SWEEP", "300ms")]).await;
+    let a = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
+    db.wait_delivered(a).await;
+    wait_written(&db, 7, 1).await;
+    let id = ours(&issues, 7)[0].id;
+    let reactions = format!("/repos/octo/app/issues/comments/{id}/reactions");
+
+    // No job finishes after these: only the sweep can see them.
+    issues.react_as(id, "dev-one", false);
+    issues.react_as(id, "dev-two", true);
+    let want = vec![
+        ("dev-one".to_string(), false),
+        ("dev-two".to_string(), true),
+    ];
+    wait_until(Duration::from_secs(30), || async {
+        (votes(&db, a).await == want).then_some(())
+    })
+    .await;
+    let row = pr_comments::get(&db.pool, REPO, 7).await.unwrap().unwrap();
+    assert_eq!((row.thumbs_up, row.thumbs_down), (1, 1));
+    assert!(issues.reads().contains(&reactions), "{:?}", issues.reads());
+    assert_eq!(
+        issues.write_count("PATCH"),
+        0,
+        "read only: {:?}",
+        issues.writes()
+    );
+    assert_eq!(issues.write_count("POST"), 1);
+
+    // /metrics: the votes by category and origin, and the not-helpful rate.
+    let metrics = reqwest::get(format!("{}/metrics", worker.http_base().await))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sample = |name: &str, labels: &[&str]| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name) && labels.iter().all(|x| l.contains(x)))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    let infra = "category=\"INFRA_ERROR\"";
+    let votes_of = |verdict: &str| {
+        sample(
+            "faultline_feedback_votes{",
+            &[infra, &format!("verdict=\"{verdict}\"")],
+        )
+    };
+    assert_eq!(votes_of("not_helpful").as_deref(), Some("1"), "{metrics}");
+    assert_eq!(votes_of("helpful").as_deref(), Some("1"), "{metrics}");
+    assert_eq!(
+        sample("faultline_feedback_not_helpful_ratio{", &[infra]).as_deref(),
+        Some("0.5"),
+        "{metrics}"
+    );
+
+    // A reaction taken back is no longer a vote.
+    issues.unreact(id, "dev-two");
+    wait_until(Duration::from_secs(30), || async {
+        (votes(&db, a).await == want[..1]).then_some(())
+    })
+    .await;
+
+    // A comment someone deleted is not posted again by the sweep; its
+    // votes stay as last read.
+    issues.delete(id);
+    let before = issues.reads().len();
+    wait_until(Duration::from_secs(30), || async {
+        (issues.reads().len() > before + 1).then_some(())
+    })
+    .await;
+    assert_eq!(issues.write_count("POST"), 1, "{:?}", issues.writes());
+    assert_eq!(votes(&db, a).await, want[..1]);
 }

@@ -35,6 +35,7 @@ pub mod columns;
 pub mod console;
 pub mod eval;
 pub mod events;
+pub mod feedback;
 pub mod history;
 pub mod ingest;
 pub mod knowledge;
@@ -88,7 +89,7 @@ pub(crate) fn qualified(columns: &str, alias: &str) -> String {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 42] = [
+    let named: [(&str, &'static str); 43] = [
         ("events::GET", &events::GET),
         ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
@@ -97,6 +98,10 @@ pub fn built_statements() -> Vec<Statement> {
         ("pr_comments::GET", &pr_comments::GET),
         ("pr_comments::JOBS", &pr_comments::JOBS),
         ("pr_comments::RECENT", &pr_comments::RECENT),
+        (
+            "pr_comments::STALE_REACTIONS",
+            &pr_comments::STALE_REACTIONS,
+        ),
         ("prompts::GET", &prompts::GET),
         ("prompts::LIST", &prompts::LIST),
         ("reprocess::FIND", &reprocess::FIND),

@@ -220,6 +220,9 @@ pub struct Written {
     pub recreated: bool,
     /// The comment's 👍 / 👎 reactions when it was read.
     pub thumbs: Option<(i32, i32)>,
+    /// Who reacted 👍 (`true`) or 👎, when the reactions were read
+    /// (`storage::feedback::replace_reactions`).
+    pub votes: Option<Vec<(String, bool)>>,
 }
 
 /// writing -> clean, unless a mark came in after `version` was rendered
@@ -236,6 +239,7 @@ pub async fn written(
              human_edits = human_edits + $6::int, recreated = recreated + $7::int,
              thumbs_up = CASE WHEN $8 >= 0 THEN $8 ELSE thumbs_up END,
              thumbs_down = CASE WHEN $9 >= 0 THEN $9 ELSE thumbs_down END,
+             reactions_read_at = CASE WHEN $8 >= 0 THEN now() ELSE reactions_read_at END,
              writes = writes + 1, dirty = version <> $10, attempts = 0, last_error = NULL,
              locked_by = NULL, locked_until = NULL, next_attempt_at = now(), updated_at = now()
          WHERE repository = $1 AND pr_number = $2 AND locked_by = $3",
@@ -319,4 +323,58 @@ pub async fn recent_jobs(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<CommitJo
         .bind(limit.clamp(1, 500))
         .fetch_all(pool)
         .await
+}
+
+/// The sweep that reads reactions GitHub sends no webhook for: up to
+/// `limit` comments of commits from the last `days` days whose reactions
+/// were not read for `every`, longest-unread first, are taken (their
+/// `reactions_read_at` set now, so two workers do not read the same ones).
+pub async fn stale_reactions(
+    pool: &PgPool,
+    every: Duration,
+    days: i32,
+    limit: i64,
+) -> sqlx::Result<Vec<PrComment>> {
+    sqlx::query_as(STALE_REACTIONS.as_str())
+        .bind(every.as_secs_f64())
+        .bind(days)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+}
+
+/// [`stale_reactions`]' statement.
+pub(crate) static STALE_REACTIONS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH stale AS (
+             SELECT repository, pr_number FROM pr_comments
+             WHERE comment_id IS NOT NULL AND head_at > now() - make_interval(days => $2)
+               AND coalesce(reactions_read_at, '-infinity') < now() - make_interval(secs => $1)
+             ORDER BY reactions_read_at NULLS FIRST LIMIT $3
+             FOR UPDATE SKIP LOCKED)
+         UPDATE pr_comments c SET reactions_read_at = now()
+         FROM stale WHERE c.repository = stale.repository AND c.pr_number = stale.pr_number
+         RETURNING {}",
+        qualified(COLUMNS, "c")
+    )
+});
+
+/// The 👍 / 👎 counts the sweep read on a comment.
+pub async fn set_thumbs(
+    pool: &PgPool,
+    repository: &str,
+    pr_number: i64,
+    (up, down): (i32, i32),
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE pr_comments SET thumbs_up = $3, thumbs_down = $4, reactions_read_at = now()
+         WHERE repository = $1 AND pr_number = $2",
+    )
+    .bind(repository)
+    .bind(pr_number)
+    .bind(up)
+    .bind(down)
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -52,6 +52,10 @@ pub struct NotifyConfig {
     /// `NOTIFY_POLL_INTERVAL`: how often due retries are looked for (run
     /// completions wake the loop at once).
     pub poll_interval: Duration,
+    /// `NOTIFY_REACTION_SWEEP`: how often the 👍 / 👎 of recent
+    /// pull-request comments are read (GitHub sends no webhook for them),
+    /// and how long one comment's stay unread before it is read again.
+    pub reaction_sweep: Duration,
     /// `FAULTLINE_ALLOWED_REPOSITORIES`: check runs are written only there
     /// (the worker sets it from its `Settings`; unset allows any).
     pub allowed: AllowList,
@@ -109,6 +113,8 @@ struct Delivery {
     timeout: Duration,
     #[serde(rename = "NOTIFY_POLL_INTERVAL", deserialize_with = "de::humane")]
     poll_interval: Duration,
+    #[serde(rename = "NOTIFY_REACTION_SWEEP", deserialize_with = "de::humane")]
+    reaction_sweep: Duration,
     #[serde(rename = "NOTIFY_RERUN_MIN_CONFIDENCE", deserialize_with = "share")]
     rerun_min_confidence: f32,
 }
@@ -122,6 +128,7 @@ impl Default for Delivery {
             retry_max: Duration::from_secs(10 * 60),
             timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
+            reaction_sweep: Duration::from_secs(15 * 60),
             rerun_min_confidence: 0.7,
         }
     }
@@ -256,6 +263,7 @@ impl NotifyConfig {
             retry_max: delivery.retry_max,
             timeout: delivery.timeout,
             poll_interval: delivery.poll_interval,
+            reaction_sweep: delivery.reaction_sweep,
             allowed: AllowList::default(),
         }))
     }

@@ -13,7 +13,7 @@ pub mod rerun;
 use std::{sync::Arc, time::Duration};
 
 use faultline_shared::storage::{
-    events,
+    events, feedback,
     outbox::{self, AfterAttempt, Attempt, Claimed, RetryPolicy},
     pr_comments::{self, PrComment},
     runs::{self, FINISHED_CHANNEL},
@@ -34,7 +34,14 @@ struct Notifier {
     config: NotifyConfig,
     http: reqwest::Client,
     owner: String,
+    /// When the reactions sweep last ran ([`Notifier::sweep_reactions`]).
+    last_sweep: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
+
+/// The reactions sweep reads comments of commits of this many days, this
+/// many per sweep (how often: `NOTIFY_REACTION_SWEEP`).
+const SWEEP_DAYS: i32 = 14;
+const SWEEP_LIMIT: i64 = 20;
 
 /// Runs until `shutdown` flips. Woken by run completions (NOTIFY), with a
 /// poll for due retries.
@@ -50,6 +57,7 @@ pub async fn run(
         config,
         http,
         owner,
+        last_sweep: std::sync::Mutex::new(None),
     });
     let mut listener = match PgListener::connect_with(&pool).await {
         Ok(mut l) => match l.listen(FINISHED_CHANNEL).await {
@@ -128,7 +136,84 @@ impl Notifier {
         };
         let full = claimed.len() as i64 == BATCH;
         futures::future::join_all(claimed.into_iter().map(|c| self.write_comment(c))).await;
+        self.sweep_reactions().await;
         full
+    }
+
+    /// Every `NOTIFY_REACTION_SWEEP`: reads the reactions of up to
+    /// [`SWEEP_LIMIT`] recent comments not read for as long (GitHub sends no
+    /// webhook for reactions), and records them as feedback on the
+    /// analyses each comment shows. Read only: nothing is written to
+    /// GitHub, and a comment someone deleted stays deleted.
+    async fn sweep_reactions(&self) {
+        {
+            let mut last = self.last_sweep.lock().unwrap_or_else(|p| p.into_inner());
+            let now = tokio::time::Instant::now();
+            if last.is_some_and(|t| now.duration_since(t) < self.config.reaction_sweep) {
+                return;
+            }
+            *last = Some(now);
+        }
+        let Some((api, token)) = &self.config.github else {
+            return;
+        };
+        let stale = match pr_comments::stale_reactions(
+            &self.pool,
+            self.config.reaction_sweep,
+            SWEEP_DAYS,
+            SWEEP_LIMIT,
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(error = %e, "reading comments for the reactions sweep failed");
+                return;
+            }
+        };
+        let gh = deliver::GitHub {
+            http: &self.http,
+            token,
+        };
+        for comment in stale {
+            let pr = format!("{}#{}", comment.repository, comment.pr_number);
+            match pr_comment::read_reactions(&gh, api, &comment).await {
+                Ok(Some((thumbs, votes))) => {
+                    if let Err(e) = pr_comments::set_thumbs(
+                        &self.pool,
+                        &comment.repository,
+                        comment.pr_number,
+                        thumbs,
+                    )
+                    .await
+                    {
+                        warn!(%pr, error = %e, "recording reactions failed");
+                    }
+                    if let Some(votes) = votes {
+                        self.record_votes(&comment, &votes).await;
+                    }
+                }
+                Ok(None) => info!(%pr, "the comment is gone; its reactions stay as last read"),
+                Err(e) => info!(%pr, error = %e, "reactions not read; next sweep"),
+            }
+        }
+    }
+
+    /// The comment's reactions become the reaction votes of every analysis
+    /// it shows (the head commit's jobs).
+    async fn record_votes(&self, comment: &PrComment, votes: &[(String, bool)]) {
+        let pr = format!("{}#{}", comment.repository, comment.pr_number);
+        let recorded = async {
+            let jobs =
+                pr_comments::jobs_of_commit(&self.pool, &comment.repository, &comment.head_sha)
+                    .await?;
+            let runs: Vec<uuid::Uuid> = jobs.iter().map(|j| j.run.id).collect();
+            feedback::replace_reactions(&self.pool, &runs, votes).await
+        };
+        match recorded.await {
+            Ok(()) => info!(%pr, votes = votes.len(), "reactions recorded as feedback"),
+            Err(e) => warn!(%pr, error = %e, "recording reactions as feedback failed"),
+        }
     }
 
     /// Renders and writes one pull request's comment; records how it went.
@@ -181,6 +266,9 @@ impl Notifier {
                 }
                 faultline_shared::metrics::webhook_delivery("delivered");
                 info!(%pr, comment = w.comment_id, jobs = jobs.len(), "pull-request comment written");
+                if let Some(votes) = &w.votes {
+                    self.record_votes(&comment, votes).await;
+                }
                 pr_comments::written(&self.pool, &comment, &self.owner, w)
                     .await
                     .map(|_| ())

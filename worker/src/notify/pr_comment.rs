@@ -11,7 +11,9 @@
 //!   it), else created: never a second comment;
 //! - a comment deleted by someone is posted again (counted in `recreated`);
 //!   one edited by someone is rewritten (counted in `human_edits`);
-//! - its 👍 / 👎 reactions are read each time it is written.
+//! - its 👍 / 👎 reactions are read each time it is written, and by a
+//!   bounded sweep of recent comments ([`reactions`]): GitHub sends no
+//!   webhook for them.
 
 pub use faultline_shared::pr_comment::{MARKER, render, web_base};
 use faultline_shared::{
@@ -124,6 +126,87 @@ pub(crate) async fn code_owners(
     None
 }
 
+/// Reactions read of one comment (GitHub's maximum page size).
+pub const REACTIONS_PER_PAGE: u32 = 100;
+
+/// A comment's 👍 / 👎: the counts of its `reactions` rollup and, when
+/// there are any, who gave them (`GET …/issues/comments/{id}/reactions`,
+/// one page of [`REACTIONS_PER_PAGE`]: a comment with more is recorded by
+/// its first hundred). `None` when the comment carries no rollup; the
+/// votes are `None` (kept as they were) when the list could not be read.
+pub(crate) async fn reactions(
+    gh: &GitHub<'_>,
+    api: &str,
+    repository: &str,
+    comment: &Value,
+) -> Option<((i32, i32), Option<Vec<(String, bool)>>)> {
+    let r = &comment["reactions"];
+    if !r.is_object() {
+        return None;
+    }
+    let count = |k: &str| r[k].as_i64().unwrap_or(0).clamp(0, i32::MAX as i64) as i32;
+    let thumbs = (count("+1"), count("-1"));
+    if thumbs == (0, 0) {
+        return Some((thumbs, Some(Vec::new())));
+    }
+    let id = comment["id"].as_i64()?.to_string();
+    let url = github_url(api, repository, &["issues", "comments", &id, "reactions"]);
+    let listed = match url {
+        Ok(mut url) => {
+            url.query_pairs_mut()
+                .append_pair("per_page", &REACTIONS_PER_PAGE.to_string());
+            gh.request(gh.http.get(url)).await
+        }
+        Err(e) => Err(e),
+    };
+    let votes = match listed {
+        Ok((200..=299, list)) => Some(
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| {
+                    let helpful = match r["content"].as_str()? {
+                        "+1" => true,
+                        "-1" => false,
+                        _ => return None,
+                    };
+                    let login = r["user"]["login"].as_str().filter(|l| !l.is_empty())?;
+                    Some((login.to_string(), helpful))
+                })
+                .collect(),
+        ),
+        Ok((status, _)) => {
+            tracing::info!(%repository, comment = %id, status, "reactions not read; the votes stay as they were");
+            None
+        }
+        Err(e) => {
+            tracing::info!(%repository, comment = %id, error = %e, "reactions not read; the votes stay as they were");
+            None
+        }
+    };
+    Some((thumbs, votes))
+}
+
+/// Reads the reactions of a comment already written (the sweep): the
+/// comment by its id, then [`reactions`]. `Ok(None)`: it is gone.
+pub(crate) async fn read_reactions(
+    gh: &GitHub<'_>,
+    api: &str,
+    comment: &PrComment,
+) -> Result<Option<((i32, i32), Option<Vec<(String, bool)>>)>, String> {
+    let Some(id) = comment.comment_id else {
+        return Ok(None);
+    };
+    let repo = comment.repository.as_str();
+    let url = github_url(api, repo, &["issues", "comments", &id.to_string()])?;
+    let (status, current) = gh.request(gh.http.get(url)).await?;
+    match status {
+        404 | 410 => Ok(None),
+        200..=299 => Ok(reactions(gh, api, repo, &current).await),
+        _ => Err(format!("github answered {status} reading comment {id}")),
+    }
+}
+
 /// Writes `body` as the pull request's one Faultline comment (module doc).
 pub(crate) async fn write(
     gh: &GitHub<'_>,
@@ -163,12 +246,9 @@ pub(crate) async fn write(
                 .body_sha256
                 .as_deref()
                 .is_some_and(|mine| mine != old_sha && comment.comment_id == Some(id));
-            let r = &current["reactions"];
-            if r.is_object() {
-                written.thumbs = Some((
-                    r["+1"].as_i64().unwrap_or(0) as i32,
-                    r["-1"].as_i64().unwrap_or(0) as i32,
-                ));
+            if let Some((thumbs, votes)) = reactions(gh, api, repo, &current).await {
+                written.thumbs = Some(thumbs);
+                written.votes = votes;
             }
             if old_sha != written.body_sha256 {
                 let url = github_url(api, repo, &["issues", "comments", &id.to_string()])?;

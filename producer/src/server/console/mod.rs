@@ -35,7 +35,7 @@ use axum::{
 use faultline_shared::{
     storage::{
         console::{self, ConsoleSession},
-        history,
+        feedback, history,
         resolution::{self, Decision, GroupDecision},
         review::{self, Actor, Filter, ReviewError, Via},
         runs, similar, steps,
@@ -78,6 +78,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/analyses", get(analyses))
         .route("/ui/analyses/{id}", get(analysis))
         .route("/ui/analyses/{id}/events", get(analysis_events))
+        .route("/ui/analyses/{id}/feedback", post(analysis_feedback))
         .route("/ui/groups", get(groups))
         .route("/ui/assets/{name}", get(assets::serve))
         .layer(middleware::map_response(secure_headers))
@@ -830,9 +831,18 @@ async fn analyses(
         console::recent_runs(&state.pool, status, PER_PAGE + 1, (page_no - 1) * PER_PAGE).await?;
     let more = runs.len() as i64 > PER_PAGE;
     runs.truncate(PER_PAGE as usize);
+    let rates =
+        feedback::rates(&state.pool, faultline_shared::metrics::FEEDBACK_WINDOW_DAYS).await?;
     Ok(html(
         StatusCode::OK,
-        views::analyses(&viewer, &runs, status.map(|s| s.as_str()), page_no, more),
+        views::analyses(
+            &viewer,
+            &runs,
+            status.map(|s| s.as_str()),
+            page_no,
+            more,
+            &rates,
+        ),
     ))
 }
 
@@ -857,10 +867,77 @@ async fn analysis(
     let event = faultline_shared::storage::events::get(&state.pool, run.event_id).await?;
     let steps = steps::list(&state.pool, id).await?;
     let item = review::for_run(&state.pool, id).await?;
+    let (helpful, not_helpful) = feedback::of_run(&state.pool, id).await?;
+    let mine = feedback::console_vote(&state.pool, id, &viewer.name).await?;
+    let votes = views::Feedback {
+        helpful,
+        not_helpful,
+        mine,
+    };
     Ok(html(
         StatusCode::OK,
-        views::analysis(&viewer, &run, event.as_ref(), &steps, item.as_ref()),
+        views::analysis(&viewer, &run, event.as_ref(), &steps, item.as_ref(), &votes),
     ))
+}
+
+#[derive(Debug, Deserialize)]
+struct FeedbackForm {
+    csrf: Option<String>,
+    helpful: Option<String>,
+}
+
+/// "Helpful" / "Not helpful" on an analysis: the viewer's vote (a second
+/// one replaces the first), back to the analysis.
+async fn analysis_feedback(
+    State(state): State<AppState>,
+    Signed(viewer): Signed,
+    id: Result<Path<Uuid>, axum::extract::rejection::PathRejection>,
+    form: Result<Form<FeedbackForm>, FormRejection>,
+) -> Result<Response, AppError> {
+    let Ok(Path(id)) = id else {
+        return Ok(not_found(&viewer));
+    };
+    let form = form.ok().map(|Form(f)| f);
+    let sent = form.as_ref().and_then(|f| f.csrf.as_deref());
+    if let Err(notice) = check_csrf(&viewer, sent) {
+        return Ok(html(
+            StatusCode::FORBIDDEN,
+            views::message(Some(&viewer), "Analysis", &notice),
+        ));
+    }
+    let helpful = match form.as_ref().and_then(|f| f.helpful.as_deref()) {
+        Some("yes") => true,
+        Some("no") => false,
+        _ => {
+            return Ok(html(
+                StatusCode::BAD_REQUEST,
+                views::message(
+                    Some(&viewer),
+                    "Analysis",
+                    &Notice::error("Say \"yes\" or \"no\": was the analysis helpful?"),
+                ),
+            ));
+        }
+    };
+    if !feedback::record(
+        &state.pool,
+        id,
+        feedback::Source::Console,
+        &viewer.name,
+        helpful,
+    )
+    .await?
+    {
+        return Ok(html(
+            StatusCode::NOT_FOUND,
+            views::message(
+                Some(&viewer),
+                "Not found",
+                &Notice::error("No such analysis."),
+            ),
+        ));
+    }
+    Ok(Redirect::to(&format!("/ui/analyses/{id}#feedback")).into_response())
 }
 
 #[derive(Deserialize)]

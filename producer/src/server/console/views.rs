@@ -792,6 +792,7 @@ pub fn analyses(
     status: Option<&str>,
     page_no: i64,
     more: bool,
+    rates: &[faultline_shared::storage::feedback::Rate],
 ) -> Markup {
     let statuses = [
         "",
@@ -854,6 +855,7 @@ pub fn analyses(
                 span { "page " (page_no) }
                 @if more { a rel="next" href=(link(page_no + 1)) { "older →" } }
             }
+            (feedback_rates(rates, faultline_shared::metrics::FEEDBACK_WINDOW_DAYS))
         },
     )
 }
@@ -874,6 +876,7 @@ pub fn analysis(
     event: Option<&faultline_shared::storage::events::EventRow>,
     steps: &[StepRow],
     review: Option<&ReviewRow>,
+    feedback: &Feedback,
 ) -> Markup {
     let result = run.result.as_ref();
     let evidence: Vec<Evidence> = result
@@ -916,6 +919,7 @@ pub fn analysis(
                                 dt { "Fix" } dd { (text("fix")) }
                             }
                         }
+                        (feedback_section(viewer, run.id, feedback))
                     }
                     (excerpt_section(steps, &evidence))
                 }
@@ -925,6 +929,61 @@ pub fn analysis(
             }
         },
     )
+}
+
+/// What was said of one analysis: every vote (👍 / 👎 on pull-request
+/// comments and the console's buttons), and the viewer's own.
+#[derive(Debug, Clone, Default)]
+pub struct Feedback {
+    pub helpful: i64,
+    pub not_helpful: i64,
+    pub mine: Option<bool>,
+}
+
+fn feedback_section(viewer: &Viewer, run: uuid::Uuid, f: &Feedback) -> Markup {
+    let action = format!("/ui/analyses/{run}/feedback");
+    html! {
+        section #feedback.feedback {
+            h2 { "Was this analysis helpful?" }
+            form method="post" action=(action) {
+                input type="hidden" name="csrf" value=(viewer.csrf);
+                button type="submit" name="helpful" value="yes" aria-pressed=(f.mine == Some(true)) { "Helpful" }
+                " "
+                button type="submit" name="helpful" value="no" aria-pressed=(f.mine == Some(false)) { "Not helpful" }
+            }
+            p.muted #feedback-counts {
+                (plural(f.helpful, "helpful vote")) " · " (plural(f.not_helpful, "not-helpful vote"))
+                @if let Some(mine) = f.mine { " · yours: " (if mine { "helpful" } else { "not helpful" }) }
+            }
+        }
+    }
+}
+
+/// Feedback on analyses by category and origin (the window's votes).
+pub fn feedback_rates(rates: &[faultline_shared::storage::feedback::Rate], days: i32) -> Markup {
+    html! {
+        section #feedback-rates {
+            h2 { "Feedback, last " (days) " days" }
+            @if rates.is_empty() {
+                p.empty { "No feedback yet: 👍 / 👎 on pull-request comments and the buttons on each analysis count here." }
+            } @else {
+                table.queue {
+                    thead { tr { th { "Category" } th { "Origin" } th { "Helpful" } th { "Not helpful" } th { "Not-helpful rate" } } }
+                    tbody {
+                        @for r in rates {
+                            tr {
+                                td { (category_badge(Some(&r.category))) }
+                                td { (r.origin) }
+                                td.num { (r.helpful) }
+                                td.num { (r.not_helpful) }
+                                td.num { (format!("{:.0} %", r.not_helpful_rate() * 100.0)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Failure groups: fingerprints with their runs, verdict and a 14-day sparkline.
