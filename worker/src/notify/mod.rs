@@ -190,7 +190,16 @@ impl Notifier {
                         warn!(%pr, error = %e, "recording reactions failed");
                     }
                     if let Some(votes) = votes {
-                        self.record_votes(&comment, &votes).await;
+                        let runs = pr_comments::jobs_of_commit(
+                            &self.pool,
+                            &comment.repository,
+                            &comment.head_sha,
+                        )
+                        .await;
+                        match runs {
+                            Ok(jobs) => self.record_votes(&pr, &jobs, &votes).await,
+                            Err(e) => warn!(%pr, error = %e, "reading a commit's analyses failed"),
+                        }
                     }
                 }
                 Ok(None) => info!(%pr, "the comment is gone; its reactions stay as last read"),
@@ -200,17 +209,15 @@ impl Notifier {
     }
 
     /// The comment's reactions become the reaction votes of every analysis
-    /// it shows (the head commit's jobs).
-    async fn record_votes(&self, comment: &PrComment, votes: &[(String, bool)]) {
-        let pr = format!("{}#{}", comment.repository, comment.pr_number);
-        let recorded = async {
-            let jobs =
-                pr_comments::jobs_of_commit(&self.pool, &comment.repository, &comment.head_sha)
-                    .await?;
-            let runs: Vec<uuid::Uuid> = jobs.iter().map(|j| j.run.id).collect();
-            feedback::replace_reactions(&self.pool, &runs, votes).await
-        };
-        match recorded.await {
+    /// it shows (`jobs`: the head commit's).
+    async fn record_votes(
+        &self,
+        pr: &str,
+        jobs: &[pr_comments::CommitJob],
+        votes: &[(String, bool)],
+    ) {
+        let runs: Vec<uuid::Uuid> = jobs.iter().map(|j| j.run.id).collect();
+        match feedback::replace_reactions(&self.pool, &runs, votes).await {
             Ok(()) => info!(%pr, votes = votes.len(), "reactions recorded as feedback"),
             Err(e) => warn!(%pr, error = %e, "recording reactions as feedback failed"),
         }
@@ -267,7 +274,7 @@ impl Notifier {
                 faultline_shared::metrics::webhook_delivery("delivered");
                 info!(%pr, comment = w.comment_id, jobs = jobs.len(), "pull-request comment written");
                 if let Some(votes) = &w.votes {
-                    self.record_votes(&comment, votes).await;
+                    self.record_votes(&pr, &jobs, votes).await;
                 }
                 pr_comments::written(&self.pool, &comment, &self.owner, w)
                     .await

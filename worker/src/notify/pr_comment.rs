@@ -150,15 +150,13 @@ pub(crate) async fn reactions(
         return Some((thumbs, Some(Vec::new())));
     }
     let id = comment["id"].as_i64()?.to_string();
-    let url = github_url(api, repository, &["issues", "comments", &id, "reactions"]);
-    let listed = match url {
-        Ok(mut url) => {
-            url.query_pairs_mut()
-                .append_pair("per_page", &REACTIONS_PER_PAGE.to_string());
-            gh.request(gh.http.get(url)).await
-        }
-        Err(e) => Err(e),
-    };
+    let listed = async {
+        let mut url = github_url(api, repository, &["issues", "comments", &id, "reactions"])?;
+        url.query_pairs_mut()
+            .append_pair("per_page", &REACTIONS_PER_PAGE.to_string());
+        gh.request(gh.http.get(url)).await
+    }
+    .await;
     let votes = match listed {
         Ok((200..=299, list)) => Some(
             list.as_array()

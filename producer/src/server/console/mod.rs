@@ -855,14 +855,7 @@ async fn analysis(
         return Ok(not_found(&viewer));
     };
     let Some(run) = runs::get(&state.pool, id).await? else {
-        return Ok(html(
-            StatusCode::NOT_FOUND,
-            views::message(
-                Some(&viewer),
-                "Not found",
-                &Notice::error("No such analysis."),
-            ),
-        ));
+        return Ok(no_such_analysis(&viewer));
     };
     let event = faultline_shared::storage::events::get(&state.pool, run.event_id).await?;
     let steps = steps::list(&state.pool, id).await?;
@@ -878,6 +871,18 @@ async fn analysis(
         StatusCode::OK,
         views::analysis(&viewer, &run, event.as_ref(), &steps, item.as_ref(), &votes),
     ))
+}
+
+/// The page an unknown analysis id gets.
+fn no_such_analysis(viewer: &Viewer) -> Response {
+    html(
+        StatusCode::NOT_FOUND,
+        views::message(
+            Some(viewer),
+            "Not found",
+            &Notice::error("No such analysis."),
+        ),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -928,14 +933,7 @@ async fn analysis_feedback(
     )
     .await?
     {
-        return Ok(html(
-            StatusCode::NOT_FOUND,
-            views::message(
-                Some(&viewer),
-                "Not found",
-                &Notice::error("No such analysis."),
-            ),
-        ));
+        return Ok(no_such_analysis(&viewer));
     }
     Ok(Redirect::to(&format!("/ui/analyses/{id}#feedback")).into_response())
 }
