@@ -311,8 +311,9 @@ pub fn features(excerpt: &Excerpt) -> Vec<Vec<f64>> {
     let (command, exit_code) = failed_step(excerpt);
     let mut hits = excerpt_hits(excerpt);
     cancel_wrapped(&mut hits);
+    let tests = tests_reported(&hits);
     hits.retain(|h| !h.aside);
-    let evidence = Evidence::new(&hits, priors(command.as_deref(), exit_code));
+    let evidence = Evidence::new(&hits, priors(command.as_deref(), exit_code, tests));
     signals(&evidence, &evidence.scores()).rows()
 }
 
@@ -569,10 +570,11 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
 /// explaining symptoms, the winning category, its facts and findings.
 fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i32>) -> Diagnosis {
     cancel_wrapped(&mut hits);
+    let tests = tests_reported(&hits);
     // Evidence read aside does not vote: it can only hold back an answer
     // it contradicts.
     let aside: Vec<Hit> = hits.extract_if(.., |h| h.aside).collect();
-    let evidence = Evidence::new(&hits, priors(command, exit_code));
+    let evidence = Evidence::new(&hits, priors(command, exit_code, tests));
     let scores = evidence.scores();
     let (rules_winner, s1) = scores[0];
     let s2 = scores[1].1;
@@ -722,7 +724,7 @@ fn signals(evidence: &Evidence<'_>, scores: &[(Category, f32)]) -> model::Signal
             .priors
             .iter()
             .find(|p| p.from_command == command)
-            .map(|p| p.kind)
+            .map(|p| p.named)
     };
     out.step = from(true);
     out.exit_code = from(false);
@@ -746,27 +748,58 @@ fn cancel_wrapped(hits: &mut Vec<Hit>) {
 /// weight, what it was and whether the command or the exit code said it.
 struct Prior {
     kind: Kind,
+    /// The kind the step's name says (what the model reads), before what
+    /// its output left out changed it.
+    named: Kind,
+    /// Whether it adds to findings of its kind, or only stands in when
+    /// there are none (an inference from what is missing).
+    reinforces: bool,
     weight: f32,
     what: String,
     /// Said by the step's command (else by its exit code).
     from_command: bool,
 }
 
+/// Whether any line read a test runner's report of a failed test, an
+/// assertion or a failure count.
+fn tests_reported(hits: &[Hit]) -> bool {
+    hits.iter().any(|h| {
+        matches!(
+            rules::RULES[h.rule].kind,
+            Kind::Assertion | Kind::TestFailed | Kind::TestSummary
+        )
+    })
+}
+
 /// The step that failed leans the verdict when its lines do not decide.
-fn priors(command: Option<&str>, exit_code: Option<i32>) -> Vec<Prior> {
+/// A test step whose output reports no failed test, assertion or failure
+/// count (`tests` false) did not fail in its tests as far as anything
+/// reads: test runners name what failed, so what stopped it is the build,
+/// a check or a script around them — the rubric's CODE_ERROR.
+fn priors(command: Option<&str>, exit_code: Option<i32>, tests: bool) -> Vec<Prior> {
     let mut priors = Vec::new();
     if let Some(cmd) = command
         && let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd))
     {
+        let absent = *kind == Kind::TestFailed && !tests;
+        let (named, kind) = (*kind, if absent { Kind::Compile } else { *kind });
         priors.push(Prior {
-            kind: *kind,
-            weight: if *kind == Kind::Infra { 0.2 } else { 0.3 },
-            what: format!("failed step `{cmd}`"),
+            kind,
+            named,
+            reinforces: !absent,
+            weight: if kind == Kind::Infra { 0.2 } else { 0.3 },
+            what: if absent {
+                format!("failed step `{cmd}`, and no failed test read in its output: what failed is the build or a check around the tests")
+            } else {
+                format!("failed step `{cmd}`")
+            },
             from_command: true,
         });
     }
     let exit = |kind, weight, what: &str| Prior {
         kind,
+        named: kind,
+        reinforces: true,
         weight,
         what: what.into(),
         from_command: false,
@@ -809,15 +842,21 @@ impl<'a> Evidence<'a> {
                 .or_insert(i);
         }
         let mut by_kind: HashMap<Kind, f32> = HashMap::new();
-        let mut add = |kind: Kind, w: f32| {
+        let add = |by_kind: &mut HashMap<Kind, f32>, kind: Kind, w: f32| {
             let s = by_kind.entry(kind).or_insert(0.0);
             *s = 1.0 - (1.0 - *s) * (1.0 - w.clamp(0.0, 0.95));
         };
         for &i in best.values() {
-            add(rules::RULES[hits[i].rule].kind, hits[i].weight);
+            add(
+                &mut by_kind,
+                rules::RULES[hits[i].rule].kind,
+                hits[i].weight,
+            );
         }
         for p in &priors {
-            add(p.kind, p.weight);
+            if p.reinforces || !by_kind.keys().any(|k| k.category() == p.kind.category()) {
+                add(&mut by_kind, p.kind, p.weight);
+            }
         }
         Self {
             hits,

@@ -597,9 +597,15 @@ fn a_lint_script_that_failed_under_npm_test_stands_for_the_step() {
     let d = diagnosed(log("lint"));
     assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
     assert!(d.decided_by.contains("`lint`"), "{}", d.decided_by);
-    // A test script failing the same way is still the test step's.
+    // A test script failing the same way is the test step's: its name
+    // does not stand for the step (what does is that no test failed).
     let d = diagnosed(log("test:unit"));
-    assert_ne!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(!d.decided_by.contains("`test:unit`"), "{}", d.decided_by);
+    assert!(
+        d.decided_by.contains("no failed test read"),
+        "{}",
+        d.decided_by
+    );
 }
 
 /// An excerpt line (for excerpts built by hand).
@@ -669,14 +675,66 @@ fn a_block_read_first_that_holds_nothing_gives_way_to_the_block_shown() {
         "goes to review: {}",
         d.confidence
     );
-    // Nothing in either block: the failed step is all there is.
+    // Nothing in either block: the failed step is all there is, and a
+    // test step that reports no failed test failed around its tests.
     let d = diagnose(&maven_footer_excerpt(
         &[],
         &[],
         &[(96, "Done. Your build exited with 1.")],
     ));
-    assert_eq!(d.category, Category::TestFailure);
+    assert_eq!(d.category, Category::CodeError);
     assert!(d.decided_by.starts_with("failed step"), "{}", d.decided_by);
+    assert!(
+        d.decided_by.contains("no failed test read"),
+        "{}",
+        d.decided_by
+    );
+    // Maven saying tests failed is enough for the step to be a test run.
+    let d = diagnose(&maven_footer_excerpt(
+        &[],
+        &[],
+        &[(94, "[ERROR] There are test failures.")],
+    ));
+    assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
+}
+
+#[test]
+fn a_test_step_that_reports_no_failed_test_failed_around_its_tests() {
+    let step = |lines: &[(u64, &str)], command: Option<&str>| {
+        let mut ex = maven_footer_excerpt(lines, &[], &[(96, "Done. Your build exited with 1.")]);
+        ex.failed_steps[0].command = command.map(Into::into);
+        diagnose(&ex)
+    };
+    // Written for this test: a check no recogniser knows, run by `npm test`.
+    let check = [(40, "dist/app.min.js is 212 kB, over its budget of 200 kB")];
+    let d = step(&check, Some("npm test"));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(
+        d.decided_by.contains("no failed test read"),
+        "{}",
+        d.decided_by
+    );
+    // An inference from what is missing never completes on its own.
+    assert!(d.confidence <= 0.3, "{}", d.confidence);
+    // Nor does it add to a finding of the same category: an uncaught error
+    // under a test step that reports no failed test is as sure as without
+    // a step.
+    let crash = [
+        (
+            40,
+            "TypeError: Cannot read properties of undefined (reading 'id')",
+        ),
+        (41, "    at render (/home/ci/app/src/view.js:12:9)"),
+    ];
+    let with_step = step(&crash, Some("npm test"));
+    let without = step(&crash, None);
+    assert_eq!(
+        with_step.category,
+        Category::CodeError,
+        "{}",
+        with_step.decided_by
+    );
+    assert_eq!(with_step.confidence, without.confidence);
 }
 
 #[test]
@@ -742,7 +800,14 @@ fn a_build_that_skips_its_tests_is_not_a_test_step() {
         );
         assert!(d.decided_by.starts_with("failed step"), "{}", d.decided_by);
     }
+    // Test steps: theirs when a test failed.
     for command in ["mvn install -B", "./gradlew build", "cargo test"] {
-        assert_eq!(step(command).category, Category::TestFailure, "{command}");
+        let mut ex = maven_footer_excerpt(
+            &[],
+            &[],
+            &[(94, "Tests run: 12, Failures: 2, Errors: 0, Skipped: 0")],
+        );
+        ex.failed_steps[0].command = Some(command.into());
+        assert_eq!(diagnose(&ex).category, Category::TestFailure, "{command}");
     }
 }
