@@ -1940,3 +1940,68 @@ fn test_runners_that_count_errors_apart_from_failures_say_the_code_crashed() {
         Category::TestFailure,
     );
 }
+
+#[test]
+fn a_runtime_denied_a_permission_is_a_configuration_error() {
+    for line in [
+        "PermissionError: [Errno 13] Permission denied: '/var/cache/shop/index.db'",
+        "Errno::EACCES: Permission denied @ rb_sysopen - /usr/local/bin/shop",
+        "npm ERR! Error: EACCES: permission denied, mkdir '/usr/local/lib/node_modules/shop-cli'",
+        "sh: 1: ./gradlew: Permission denied",
+    ] {
+        let d = diagnosed(line, Category::ConfigError);
+        assert!(
+            d.decided_by.starts_with("os.permission"),
+            "{line}: {}",
+            d.decided_by
+        );
+    }
+    // The same errno's "no such file" is not the configuration's: a test's
+    // or the code's own file, by the evidence of real fixes.
+    diagnosed(
+        "FileNotFoundError: [Errno 2] No such file or directory: 'fixtures/basket.json'",
+        Category::CodeError,
+    );
+}
+
+#[test]
+fn a_key_error_on_an_environment_variable_name_is_a_configuration_error() {
+    for text in [
+        "KeyError: 'SHOP_API_TOKEN'",
+        "E       KeyError: 'DATABASE_URL'",
+    ] {
+        let d = diagnosed(text, Category::ConfigError);
+        assert!(
+            d.decided_by.starts_with("env.key_error"),
+            "{}",
+            d.decided_by
+        );
+        assert!(d.confidence > 0.7, "no runner-up: {}", d.confidence);
+    }
+    // A dictionary's own key is the code's.
+    diagnosed("KeyError: 'basket'", Category::CodeError);
+    diagnosed(
+        "Error: Missing required environment variable SHOP_API_TOKEN",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn tool_versions_and_requirements_that_were_not_met() {
+    diagnosed(
+        "You must use Bundler 2 or greater with this lockfile.",
+        Category::ConfigError,
+    );
+    diagnosed(
+        "Could not find a valid gem 'shop-client' (= 9.9.9), here is why:",
+        Category::DependencyError,
+    );
+    diagnosed(
+        "configure: error: Package requirements (glib-2.0 >= 2.40) were not met:",
+        Category::DependencyError,
+    );
+    diagnosed(
+        "fatal: unable to access 'https://git.example.com/shop/shop.git/': The requested URL returned error: 502",
+        Category::InfraError,
+    );
+}

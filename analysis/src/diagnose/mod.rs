@@ -751,8 +751,8 @@ struct Prior {
     /// The kind the step's name says (what the model reads), before what
     /// its output left out changed it.
     named: Kind,
-    /// Whether it adds to findings of its kind, or only stands in when
-    /// there are none (an inference from what is missing).
+    /// Whether it adds to findings of its category, or only stands in for
+    /// weaker ones (an inference from what is missing).
     reinforces: bool,
     weight: f32,
     what: String,
@@ -854,8 +854,20 @@ impl<'a> Evidence<'a> {
             );
         }
         for p in &priors {
-            if p.reinforces || !by_kind.keys().any(|k| k.category() == p.kind.category()) {
+            if p.reinforces {
                 add(&mut by_kind, p.kind, p.weight);
+                continue;
+            }
+            // Stands in for weaker findings of its category, never adds
+            // to a stronger one.
+            let found = by_kind
+                .iter()
+                .filter(|(k, _)| k.category() == p.kind.category())
+                .map(|(_, w)| *w)
+                .fold(0.0f32, f32::max);
+            if found < p.weight {
+                let w = by_kind.entry(p.kind).or_insert(0.0);
+                *w = w.max(p.weight);
             }
         }
         Self {

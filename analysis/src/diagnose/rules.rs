@@ -428,7 +428,7 @@ pub const RULES: &[Rule] = &[
     r("python.no_module", "python", Dependency, 0.9, r"(?:ModuleNotFoundError|ImportError): No module named '?(?P<pkg>[\w.]+)'?"),
     r("python.import", "python", Dependency, 0.5, r"ImportError: cannot import name '?(?P<msg>\w+)'?|ImportError: (?P<msg2>lib\S+\.so[.\d]*: cannot open shared object file)|pkg_resources\.(?:DistributionNotFound|VersionConflict): (?P<pkg>.+)"),
     r("conda", "conda", Dependency, 1.0, r"PackagesNotFoundError|UnsatisfiableError|ResolvePackageNotFound|The following packages are not available from current channels"),
-    r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile"#),
+    r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile|Could not find a valid gem '(?P<pkg4>[^'\s]+)'"#),
     r("bundler.install", "bundler", Dependency, 0.9, r"An error occurred while installing (?P<pkg>[\w-]+) \((?P<ver>[^)]+)\), and Bundler cannot continue|Gem::(?:LoadError|MissingSpecError|MissingSpecVersionError|ConflictError)|Gem::Ext::BuildError"),
     r("ruby.load_error", "ruby", Dependency, 0.8, r"cannot load such file -- (?P<pkg>[\w/.-]+)|\(LoadError\)"),
     r("install.generic", "package manager", Dependency, 0.7, r"(?i)\ban error occur+ed while installing (?P<pkg>[\w.@/-]+)"),
@@ -463,7 +463,7 @@ pub const RULES: &[Rule] = &[
     r("pkgconfig.missing", "pkg-config", Dependency, 0.9, r"Package (?P<pkg>[\w.+-]+) was not found in the pkg-config search path|No package '(?P<pkg2>[^']+)' found"),
     r("cc.missing_header", "gcc/clang", Dependency, 0.7, r"fatal error: '?(?P<pkg>[\w./+-]+\.h(?:pp)?)'?(?::)? (?:file not found|No such file or directory)"),
     r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open"),
-    r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed).*)$"),
+    r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed|were not met).*)$"),
     r("dep.vendored_error", "vendored source", Dependency, 0.9, r"^(?:\S+: )?(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
     r("dep.missing_reference", "compiler", Dependency, 0.7, r"error CS02(?:46|34): .*(?:are you missing (?:a using directive or )?an assembly reference|does not exist in the namespace)|error: package (?P<pkg>[\w.]+) does not exist|cannot access class file for (?P<pkg2>[\w.$]+) not found"),
     r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
@@ -484,7 +484,7 @@ pub const RULES: &[Rule] = &[
     r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
     r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)"),
     r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
-    r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
+    r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|You must use Bundler (?P<ver3>\d+) or greater with this lockfile|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)"),
     r("cmake.config", "cmake", Config, 0.9, r"The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required|Unknown CMake command|CMake Error: (?:The source|Could not find CMAKE_ROOT|Error required internal CMake variable)"),
@@ -497,9 +497,17 @@ pub const RULES: &[Rule] = &[
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
     r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
     r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository)|error: pathspec '(?P<cmd>[^']+)' did not match"),
-    r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|token|credentials)"),
+    r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\bmissing (?:required )?env(?:ironment)?(?: variable| var)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|token|credentials)"),
     r("env.jenkins_credentials", "jenkins", Config, 0.9, r"Could not find credentials entry with ID '(?P<cmd>[^']+)'|CredentialNotFoundException"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
+    // The runtimes' own "permission denied" errors: the rubric's denied
+    // permissions, whatever raised them. (Their "no such file" errors are
+    // not the rubric's wrong paths: on BugSwarm's pairs, 19 of 19 were a
+    // test's or the code's own file, fixed by a change to either.)
+    r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),
+    // Python's environment mapping raises KeyError with the variable's
+    // name: upper case with an underscore, by convention.
+    r("env.key_error", "python", Config, 0.85, r"\bKeyError: '(?P<cmd>[A-Z][A-Z0-9]*_[A-Z0-9_]+)'$"),
     r("jenkins.no_reports", "jenkins", Config, 0.3, r"No test report files were found\. Configuration error\?"),
     r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
 
@@ -517,7 +525,7 @@ pub const RULES: &[Rule] = &[
     // The network's exception types and errno names of the major runtimes.
     r("network.connect_exception", "network", Infra, 0.9, r"\bjava\.net\.(?:ConnectException|SocketTimeoutException|UnknownHostException|NoRouteToHostException|SocketException)\b| » (?:Connect|SocketTimeout|UnknownHost|NoRouteToHost)\b|\b(?:ConnectionRefusedError|ConnectionResetError|ConnectionAbortedError)\b|\bsocket\.(?:timeout|gaierror)\b|\brequests\.exceptions\.(?:ConnectionError|ConnectTimeout|ReadTimeout|Timeout|SSLError)\b|\burllib3\.exceptions\.(?:MaxRetryError|NewConnectionError|ReadTimeoutError|ProtocolError)\b|\bErrno::(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b|\bNet::(?:ReadTimeout|OpenTimeout)\b|\bFaraday::(?:ConnectionFailed|TimeoutError)\b|\bHttpRequestException\b|\bSystem\.Net\.(?:Sockets\.SocketException|WebException)\b|\b(?:ServerSelectionTimeoutError|MongoNetworkError|MongoServerSelectionError)\b|\bOperationalError\)?:? could not connect\b|\bredis\.exceptions\.(?:ConnectionError|TimeoutError)\b|\[Errno (?:111|110|104|113|101|-2|-3)\]|\bdial tcp \S+: (?:connect: connection refused|i/o timeout)"),
     r("network.tls", "network", Infra, 0.9, r"(?i)SSL connect error|SSL routines:\w*:\S*(?:handshake|alert)|SSL_ERROR_SYSCALL|gnutls_handshake\(\) failed|certificate verify failed|unable to get local issuer certificate"),
-    r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
+    r("network.http5xx", "network", Infra, 0.8, r"(?i)\b(?:HTTP(?:/[\d.]+)?|returned(?: HTTP| error)?|response code)[: ]+(?:500|502|503|504)\b|\b(?:502 Bad Gateway|503 Service (?:Temporarily )?Unavailable|504 Gateway Time-?out)\b|Service Unavailable"),
     r("network.rate_limit", "network", Infra, 0.9, r"(?i)\brate limit (?:exceeded|reached)\b|API rate limit|429 Too Many Requests|toomanyrequests|You have reached your pull rate limit|secondary rate limit"),
     // Limits of the operating system: file descriptors, processes.
     r("os.resource_limit", "machine", Infra, 0.8, r"(?i)\btoo many open files\b|\bE[MN]FILE\b|\bfork: (?:retry: )?Resource temporarily unavailable|\bcannot fork\b"),
@@ -566,6 +574,14 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("gotest.location", "network.http5xx"),
     ("gotest.location", "network.connect"),
     ("generic.expected_got", "network.http5xx"),
+    // A denied permission under node_modules is the machine's
+    // configuration, not the package's code.
+    ("os.permission", "dep.vendored_error"),
+    ("os.permission", "python.exception"),
+    ("env.key_error", "python.exception"),
+    ("env.key_error", "pytest.exception"),
+    ("env.key_error", "ruby.exception"),
+    ("env.key_error", "julia.error"),
 ];
 
 /// The failing step's command says which kind of step failed: how the
@@ -645,6 +661,7 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
             "command-not-found"
         }
         Config if has("permission") => "permission-denied",
+        Config if has("key_error") => "missing-env-var",
         Config if has("env") => "missing-credentials",
         Config if has("unknown_flag") => "unknown-cli-option",
         Config if has("version") || has("engine") || has("jdk") => "toolchain-version-mismatch",

@@ -716,6 +716,14 @@ fn a_test_step_that_reports_no_failed_test_failed_around_its_tests() {
     );
     // An inference from what is missing never completes on its own.
     assert!(d.confidence <= 0.3, "{}", d.confidence);
+    // It stands in for a weaker finding of its category (make's own
+    // "Error 2" alone is no answer).
+    let d = step(
+        &[(40, "make: *** [integration] Error 2")],
+        Some("make test"),
+    );
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.confidence < 0.4, "{}", d.confidence);
     // Nor does it add to a finding of the same category: an uncaught error
     // under a test step that reports no failed test is as sure as without
     // a step.
