@@ -163,7 +163,11 @@ pub fn render(
     );
     // Where the answers come from, in aggregate: the kind of evidence that
     // decided (a recogniser's kind, the failed step alone, nothing).
-    row("decided by (right/total)", Vec::new(), None);
+    row(
+        "decided by (right/total; auto-completed right/total)",
+        Vec::new(),
+        None,
+    );
     let kinds: Vec<String> = {
         let mut k: Vec<String> = Vec::new();
         for x in &s {
@@ -179,10 +183,16 @@ pub fn render(
         row(
             &format!("  {kind}"),
             each(&|x| {
-                x.by_evidence
-                    .iter()
-                    .find(|(k, _, _)| k == kind)
-                    .map_or(String::new(), |(_, r, n)| format!("{r}/{n}"))
+                let find = |rows: &[(String, usize, usize)]| {
+                    rows.iter()
+                        .find(|(k, _, _)| k == kind)
+                        .map(|(_, r, n)| format!("{r}/{n}"))
+                };
+                match (find(&x.by_evidence), find(&x.auto_by_evidence)) {
+                    (Some(all), Some(auto)) => format!("{all}; {auto}"),
+                    (Some(all), None) => all,
+                    _ => String::new(),
+                }
             }),
             None,
         );

@@ -79,6 +79,10 @@ pub struct Summary {
     /// Per kind of deciding evidence: (kind, right, total), most frequent
     /// first.
     pub by_evidence: Vec<(String, usize, usize)>,
+    /// The same for the auto-completed runs only (kinds in the order of
+    /// `by_evidence`; 0/0 where none completed): which evidence the wrong
+    /// auto-completed answers stand on.
+    pub auto_by_evidence: Vec<(String, usize, usize)>,
 }
 
 pub fn summarise(results: &[LogResult]) -> Summary {
@@ -118,6 +122,17 @@ pub fn summarise(results: &[LogResult]) -> Summary {
         }
     }
     by_evidence.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let auto_by_evidence = by_evidence
+        .iter()
+        .map(|(kind, _, _)| {
+            let of_kind = || auto.iter().filter(|r| r.evidence == *kind);
+            (
+                kind.clone(),
+                of_kind().filter(|r| r.right()).count(),
+                of_kind().count(),
+            )
+        })
+        .collect();
     Summary {
         logs: n,
         right,
@@ -143,6 +158,7 @@ pub fn summarise(results: &[LogResult]) -> Summary {
         seconds_p50: percentile(&seconds, 50.0),
         seconds_p99: percentile(&seconds, 99.0),
         by_evidence,
+        auto_by_evidence,
     }
 }
 
@@ -272,6 +288,14 @@ mod tests {
             [
                 ("assertion".to_string(), 1, 3),
                 ("failed step only".to_string(), 0, 2)
+            ]
+        );
+        // …and which of them completed without review.
+        assert_eq!(
+            s.auto_by_evidence,
+            [
+                ("assertion".to_string(), 1, 2),
+                ("failed step only".to_string(), 0, 0)
             ]
         );
         assert_eq!(
