@@ -749,15 +749,22 @@ fn cancel_wrapped(hits: &mut Vec<Hit>) {
 struct Prior {
     kind: Kind,
     /// The kind the step's name says (what the model reads), before what
-    /// its output left out changed it.
+    /// its output left out changed it: where the two differ, the prior is
+    /// an inference from what is missing and only stands in for weaker
+    /// findings of its category ([`Prior::stands_in`]).
     named: Kind,
-    /// Whether it adds to findings of its category, or only stands in for
-    /// weaker ones (an inference from what is missing).
-    reinforces: bool,
     weight: f32,
     what: String,
     /// Said by the step's command (else by its exit code).
     from_command: bool,
+}
+
+impl Prior {
+    /// An inference from what is missing: it stands in for weaker findings
+    /// of its category, it never adds to them.
+    fn stands_in(&self) -> bool {
+        self.kind != self.named
+    }
 }
 
 /// Whether any line read a test runner's report of a failed test, an
@@ -786,7 +793,6 @@ fn priors(command: Option<&str>, exit_code: Option<i32>, tests: bool) -> Vec<Pri
         priors.push(Prior {
             kind,
             named,
-            reinforces: !absent,
             weight: if kind == Kind::Infra { 0.2 } else { 0.3 },
             what: if absent {
                 format!("failed step `{cmd}`, and no failed test read in its output: what failed is the build or a check around the tests")
@@ -799,7 +805,6 @@ fn priors(command: Option<&str>, exit_code: Option<i32>, tests: bool) -> Vec<Pri
     let exit = |kind, weight, what: &str| Prior {
         kind,
         named: kind,
-        reinforces: true,
         weight,
         what: what.into(),
         from_command: false,
@@ -854,12 +859,10 @@ impl<'a> Evidence<'a> {
             );
         }
         for p in &priors {
-            if p.reinforces {
+            if !p.stands_in() {
                 add(&mut by_kind, p.kind, p.weight);
                 continue;
             }
-            // Stands in for weaker findings of its category, never adds
-            // to a stronger one.
             let found = by_kind
                 .iter()
                 .filter(|(k, _)| k.category() == p.kind.category())

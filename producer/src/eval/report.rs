@@ -188,11 +188,9 @@ pub fn render(
                         .find(|(k, _, _)| k == kind)
                         .map(|(_, r, n)| format!("{r}/{n}"))
                 };
-                match (find(&x.by_evidence), find(&x.auto_by_evidence)) {
-                    (Some(all), Some(auto)) => format!("{all}; {auto}"),
-                    (Some(all), None) => all,
-                    _ => String::new(),
-                }
+                find(&x.by_evidence)
+                    .zip(find(&x.auto_by_evidence))
+                    .map_or(String::new(), |(all, auto)| format!("{all}; {auto}"))
             }),
             None,
         );
