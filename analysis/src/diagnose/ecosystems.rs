@@ -2005,3 +2005,59 @@ fn tool_versions_and_requirements_that_were_not_met() {
         Category::InfraError,
     );
 }
+
+#[test]
+fn a_native_library_missing_at_load_time_is_a_dependency_error_whoever_raised_it() {
+    for line in [
+        "OSError: cannot load library 'libshopgfx.so.2': libshopgfx.so.2: cannot open shared object file: No such file or directory",
+        "E   ImportError: libshopgl.so.1: cannot open shared object file: No such file or directory",
+    ] {
+        let d = diagnosed(line, Category::DependencyError);
+        assert!(
+            d.decided_by.starts_with("ld.missing_lib"),
+            "{line}: {}",
+            d.decided_by
+        );
+    }
+}
+
+#[test]
+fn a_module_path_of_the_project_is_the_code_s_and_a_package_name_the_dependency_s() {
+    for line in [
+        "Error: Cannot find module '../lib/basket'",
+        "Module not found: Error: Can't resolve './Basket' in '/home/runner/work/shop/shop/src'",
+    ] {
+        let d = diagnosed(line, Category::CodeError);
+        assert!(
+            d.decided_by.starts_with("node.missing_own_module"),
+            "{line}: {}",
+            d.decided_by
+        );
+    }
+    for line in [
+        "Error: Cannot find module 'shop-client'",
+        "Module not found: Error: Can't resolve 'shop-client' in '/home/runner/work/shop/shop/src'",
+        "src/basket.ts(3,22): error TS7016: Could not find a declaration file for module 'shop-client'.",
+    ] {
+        diagnosed(line, Category::DependencyError);
+    }
+}
+
+#[test]
+fn a_service_the_environment_was_to_provide_is_down_or_reached_with_the_wrong_account() {
+    for line in [
+        "Mysql2::Error: Can't connect to local MySQL server through socket '/var/run/mysqld/mysqld.sock' (2)",
+        "MongoError: failed to connect to server [localhost:27017] on first connect",
+        "ActiveRecord::ConnectionNotEstablished: could not connect to server: No such file or directory",
+    ] {
+        diagnosed(line, Category::InfraError);
+    }
+    for line in [
+        "psql: FATAL:  password authentication failed for user \"shop\"",
+        "ActiveRecord::NoDatabaseError: FATAL:  database \"shop_test\" does not exist",
+        "Mysql2::Error: Access denied for user 'shop'@'localhost' (using password: NO)",
+        "org.openqa.selenium.SessionNotCreatedException: session not created: This version of ChromeDriver only supports Chrome version 79",
+    ] {
+        diagnosed(line, Category::ConfigError);
+    }
+}

@@ -342,13 +342,7 @@ fn failed_step(excerpt: &Excerpt) -> (Option<String>, Option<i32>) {
                     .map(|m| m.as_str().to_string())
             })
         })
-        .find(|name| {
-            COMPILED
-                .steps
-                .iter()
-                .find(|(re, _)| re.is_match(name))
-                .is_some_and(|(_, kind)| *kind == Kind::Lint)
-        });
+        .find(|name| step_kind(name) == Some(Kind::Lint));
     (inner.or(command), exit_code)
 }
 
@@ -778,6 +772,32 @@ fn tests_reported(hits: &[Hit]) -> bool {
     })
 }
 
+/// The kind of step a command (or a build tool's target, task or plugin)
+/// names. A property that skips a check (`-Dcheckstyle.skip=true`,
+/// `-Dmaven.javadoc.skip=true`) names what does *not* run, so it is read
+/// past; skipping the tests is read (a build that skips its tests builds).
+fn step_kind(cmd: &str) -> Option<Kind> {
+    let skips_a_check = |t: &str| {
+        t.starts_with("-D")
+            && t.contains(".skip")
+            && !t.contains("test.skip")
+            && !t.contains("skipTests")
+    };
+    let read: String = if cmd.split_whitespace().any(skips_a_check) {
+        cmd.split_whitespace()
+            .filter(|t| !skips_a_check(t))
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        cmd.to_string()
+    };
+    COMPILED
+        .steps
+        .iter()
+        .find(|(re, _)| re.is_match(&read))
+        .map(|(_, kind)| *kind)
+}
+
 /// The step that failed leans the verdict when its lines do not decide.
 /// A test step whose output reports no failed test, assertion or failure
 /// count (`tests` false) did not fail in its tests as far as anything
@@ -786,10 +806,10 @@ fn tests_reported(hits: &[Hit]) -> bool {
 fn priors(command: Option<&str>, exit_code: Option<i32>, tests: bool) -> Vec<Prior> {
     let mut priors = Vec::new();
     if let Some(cmd) = command
-        && let Some((_, kind)) = COMPILED.steps.iter().find(|(re, _)| re.is_match(cmd))
+        && let Some(kind) = step_kind(cmd)
     {
-        let absent = *kind == Kind::TestFailed && !tests;
-        let (named, kind) = (*kind, if absent { Kind::Compile } else { *kind });
+        let absent = kind == Kind::TestFailed && !tests;
+        let (named, kind) = (kind, if absent { Kind::Compile } else { kind });
         priors.push(Prior {
             kind,
             named,

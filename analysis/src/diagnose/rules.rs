@@ -410,6 +410,14 @@ pub const RULES: &[Rule] = &[
     r("links.lychee", "lychee", Lint, 1.0, r"^(?:✗|\[ERR\]|\[\d{3}\]) (?:\[(?P<code>\d{3})\] )?(?P<url>https?://\S+)|^🚫 Errors\s+[1-9]"),
     r("links.htmlproofer", "html-proofer", Lint, 1.0, r"HTML-Proofer found [1-9]\d* failures?|(?:internally|externally) linking to (?P<url>\S+), which does not exist|External link (?P<url2>\S+) failed"),
     r("links.broken", "link checker", Lint, 0.6, r"(?i)\b(?:broken|dead) links?\b"),
+    // Checks that run beside the compiler and fail the build on what they
+    // find (the rubric's static analysis, documentation, binary
+    // compatibility, bundle size, licence headers): the project's code.
+    r("check.binary_compat", "api compatibility", Lint, 0.9, r"Breaking the build because there is at least one (?:incompatibility|binary incompatible|source incompatible)|Failed binary compatibility check against|\bAPI (?:problems|incompatibilities) found\b|^(?:\[ERROR\] )?(?:java\.lang\.)?(?:Method|Class|Field) .* (?:removed|was removed).* \[(?:METHOD|CLASS|FIELD)_REMOVED\]"),
+    r("check.bundle_size", "bundle size", Lint, 0.9, r"^FAIL\s+\S+: [\d.]+\s?[kKMG]?B > maxSize [\d.]+\s?[kKMG]?B|Package size limit has exceeded by|^\s*Size limit has exceeded"),
+    r("check.static_analysis", "spotbugs / pmd", Lint, 0.9, r"\bfailed with [1-9]\d* bugs? and \d+ errors?\b|You have [1-9]\d* (?:PMD|CPD) violations?|^(?:\[ERROR\] )?(?:Medium|High|Low|Scary|Troubling|Of Concern): .* \[(?:\w+ ){0,2}\w+\] .*(?:At|In) \w+\.java:\[line \d+\]"),
+    r("check.license", "licence check", Lint, 0.9, r"Too many files with unapproved licen[cs]e|Some files do not have the expected license header|Missing header in: |License header (?:check failed|is missing)"),
+    r("check.docs", "documentation", Lint, 0.8, r"^Warning, treated as error:$|MavenReportException: Error while generating Javadoc|^(?:\[ERROR\] )?javadoc: error - |build finished with problems, \d+ warnings?"),
 
     // ---------------------------------------------------------- dependencies
     r("npm.404", "npm", Dependency, 1.0, r"^npm ERR! (?:code E404|404 Not Found(?: - GET \S+/(?P<pkg>[@\w./-]+))?|404 '(?P<pkg2>[^']+)' is not in (?:the npm registry|this registry))"),
@@ -417,8 +425,12 @@ pub const RULES: &[Rule] = &[
     r("npm.install_failed", "npm", Dependency, 0.6, r"^npm ERR! (?:Failed at the (?P<pkg>\S+?)@(?P<ver>\S+) (?:install|postinstall|preinstall) script|code ELIFECYCLE.*install|gyp ERR!)|^gyp ERR! "),
     r("yarn.notfound", "yarn", Dependency, 1.0, r#"^error (?:Couldn't find package "(?P<pkg>[^"]+)"|Couldn't find any versions for "(?P<pkg2>[^"]+)" that matches "(?P<ver>[^"]+)"|An unexpected error occurred: "\S+/(?P<pkg3>[@\w./-]+?): Not found")"#),
     r("yarn.lockfile", "yarn", Dependency, 0.8, r"Your lockfile needs to be updated|lockfile would have been modified|integrity check failed"),
-    r("node.cannot_find_module", "node", Dependency, 0.9, r"(?:Error: )?Cannot find module '(?P<pkg>[^']+)'|Module not found: Error: Can't resolve '(?P<pkg2>[^']+)'|ERR_MODULE_NOT_FOUND.*'(?P<pkg3>[^']+)'"),
-    r("tsc.missing_types", "tsc", Dependency, 0.9, r"Cannot find (?:name '(?:describe|it|expect|test|jasmine|jest|beforeEach|afterEach|require|process|module|__dirname|Buffer)'|type definition file for '(?P<pkg>[^']+)')|TS2307: Cannot find module '(?P<pkg2>[^'.][^']*)'|Cannot find module '(?P<pkg3>[^'.][^']*)' or its corresponding type declarations|\((?:2304|2307|2580|2582|2593)\)$"),
+    r("node.cannot_find_module", "node", Dependency, 0.9, r"(?:Error: )?Cannot find module '(?P<pkg>[^'.][^']*)'|Module not found: Error: Can't resolve '(?P<pkg2>[^'.][^']*)'|ERR_MODULE_NOT_FOUND.*'(?P<pkg3>[^'.][^']*)'"),
+    // A relative path is the project's own file, not a package: a wrong
+    // import path or a file missing from the change (case matters on
+    // Linux), raised where the module is loaded.
+    r("node.missing_own_module", "node", Crash, 0.8, r"(?:Error: )?Cannot find module '(?P<file>\.{1,2}/[^']+)'|Module not found: Error: Can't resolve '(?P<file2>\.{1,2}/[^']+)'|ERR_MODULE_NOT_FOUND.*'(?P<file3>\.{1,2}/[^']+)'"),
+    r("tsc.missing_types", "tsc", Dependency, 0.9, r"Cannot find (?:name '(?:describe|it|expect|test|jasmine|jest|beforeEach|afterEach|require|process|module|__dirname|Buffer)'|type definition file for '(?P<pkg>[^']+)')|TS2307: Cannot find module '(?P<pkg2>[^'.][^']*)'|Cannot find module '(?P<pkg3>[^'.][^']*)' or its corresponding type declarations|Could not find a declaration file for module '(?P<pkg4>[^'.][^']*)'|\((?:2304|2307|2580|2582|2593)\)$"),
     r("bower.notfound", "bower", Dependency, 0.9, r"^bower (?:ENOTFOUND|ECONFLICT|ENORESTARGET|EINVRES)"),
     r("pip.notfound", "pip", Dependency, 1.0, r"Could not find a version that satisfies the requirement (?P<pkg>[\w.\[\]-]+)(?P<ver>[<>=!~][^\s(]*)?|No matching distribution found for (?P<pkg2>[\w.\[\]-]+)"),
     r("pip.conflict", "pip", Dependency, 1.0, r"ResolutionImpossible|because these package versions have conflicting dependencies|(?P<pkg>[\w.-]+) \S+ has requirement (?P<ver>\S+), but you'll have|pip's dependency resolver does not currently take into account"),
@@ -462,7 +474,7 @@ pub const RULES: &[Rule] = &[
     r("cmake.find_package", "cmake", Dependency, 1.0, r#"Could NOT find (?P<pkg>\w+)|Could not find a package configuration file provided by "(?P<pkg2>[^"]+)"|By not providing "Find(?P<pkg3>\w+)\.cmake"|Unable to find the requested Boost libraries"#),
     r("pkgconfig.missing", "pkg-config", Dependency, 0.9, r"Package (?P<pkg>[\w.+-]+) was not found in the pkg-config search path|No package '(?P<pkg2>[^']+)' found"),
     r("cc.missing_header", "gcc/clang", Dependency, 0.7, r"fatal error: '?(?P<pkg>[\w./+-]+\.h(?:pp)?)'?(?::)? (?:file not found|No such file or directory)"),
-    r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open"),
+    r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open|(?P<pkg3>lib[\w+.-]*\.(?:so(?:\.\d+)*|dylib)): cannot open shared object file|cannot load library '(?P<pkg4>[^']+)'"),
     r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed|were not met).*)$"),
     r("dep.vendored_error", "vendored source", Dependency, 0.9, r"^(?:\S+: )?(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
     r("dep.missing_reference", "compiler", Dependency, 0.7, r"error CS02(?:46|34): .*(?:are you missing (?:a using directive or )?an assembly reference|does not exist in the namespace)|error: package (?P<pkg>[\w.]+) does not exist|cannot access class file for (?P<pkg2>[\w.$]+) not found"),
@@ -504,6 +516,11 @@ pub const RULES: &[Rule] = &[
     // permissions, whatever raised them. (Their "no such file" errors are
     // not the rubric's wrong paths: on BugSwarm's pairs, 19 of 19 were a
     // test's or the code's own file, fixed by a change to either.)
+    // A database the CI environment was to provide, reached with the wrong
+    // role, password or name; a browser driver of another version than the
+    // browser.
+    r("db.access", "database", Config, 0.8, r#"FATAL:\s+(?:role "[^"]+" does not exist|password authentication failed for user|database "[^"]+" does not exist)|Access denied for user '[^']*'@'[^']*'|Unknown database '[^']+'"#),
+    r("browser.driver_version", "webdriver", Config, 0.8, r"This version of \w*Driver only supports \w+ version \d+|session not created: (?:This version of|\w+ version must be)"),
     r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),
     // Python's environment mapping raises KeyError with the variable's
     // name: upper case with an underscore, by convention.
@@ -536,7 +553,7 @@ pub const RULES: &[Rule] = &[
     r("network.bind", "network", Infra, 0.9, r"(?i)\bbind: address already in use\b|\bEADDRINUSE\b|Address already in use"),
     r("network.fetch_failed", "network", Infra, 0.7, r"^(?:W|E): Failed to fetch |^Err:\d+ https?://|Unable to fetch some archives|Hash Sum mismatch|Failed to download .* (?:timed out|after \d+ attempts)|download failed|Could not transfer artifact .* (?:Connection|timed out|Read timed out)"),
     r("docker.daemon", "docker", Infra, 1.0, r"Cannot connect to the Docker daemon|error during connect:|Error response from daemon: (?:Get|Head) \S+: (?:net/http|dial tcp|EOF|context deadline)|error pulling image configuration"),
-    r("service.unavailable", "service", Infra, 0.7, r"(?i)\b(?:could not|couldn't|unable to) connect to (?:the )?(?:server|database|mysql|postgres|redis|mongo|elasticsearch|rabbitmq|selenium|emulator|simulator|device|X server|display)\b|cannot open display|Xvfb failed|Timed out waiting for (?:simulator|emulator|device)|emulator: ERROR|device (?:offline|not found)"),
+    r("service.unavailable", "service", Infra, 0.7, r"(?i)\b(?:could not|couldn't|unable to) connect to (?:the )?(?:server|database|mysql|postgres|redis|mongo|elasticsearch|rabbitmq|selenium|emulator|simulator|device|X server|display)\b|Can't connect to (?:local )?MySQL server\b|failed to connect to server \[[^\]]+\] on first connect|Chrome failed to start|Errors::ServiceUnavailable\b|cannot open display|Xvfb failed|Timed out waiting for (?:simulator|emulator|device)|emulator: ERROR|device (?:offline|not found)"),
     r("ci.killed", "ci", Infra, 0.8, r"(?i)\b(?:process|build|job|runner) (?:was )?(?:killed|terminated|cancelled|canceled|aborted)(?: by| due| because|\.|$)|received signal (?:SIGKILL|SIGTERM|9|15)\b"),
     r("infra.flaky_service", "service", Infra, 0.5, r"(?i)\b(?:please try again later|temporarily unavailable|service is (?:down|unavailable)|an unexpected error has occurred|internal server error)\b"),
 ];
@@ -566,6 +583,10 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("python.assertion", "generic.assertion_failed"),
     ("php.fatal", "php.parse"),
     ("python.import_name", "python.import"),
+    // A native library missing at load time, whatever raised it.
+    ("ld.missing_lib", "python.exception"),
+    ("ld.missing_lib", "pytest.exception"),
+    ("ld.missing_lib", "python.import"),
     ("make.lint_target", "make.error"),
     ("test.timeout", "go.panic"),
     ("links.awesome_bot", "network.dns"),
@@ -578,6 +599,8 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     // configuration, not the package's code.
     ("os.permission", "dep.vendored_error"),
     ("os.permission", "python.exception"),
+    ("db.access", "ruby.exception"),
+    ("service.unavailable", "ruby.exception"),
     ("env.key_error", "python.exception"),
     ("env.key_error", "pytest.exception"),
     ("env.key_error", "ruby.exception"),
@@ -589,7 +612,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
 #[rustfmt::skip]
 pub const STEP_KINDS: &[(&str, Kind)] = &[
     (r"(?i)\b(?:npm (?:ci|install|i)|yarn(?: install)?\s*(?:--\S+\s*)*$|pnpm install|pip3? install|poetry install|pipenv install|conda (?:install|env)|bundle(?: install)?\s*(?:--\S+\s*)*$|gem install|composer (?:install|update|require)|go (?:get|mod (?:download|tidy))|cargo (?:fetch|update)|dotnet restore|nuget restore|mix deps\.get|rebar3? get-deps|lein deps|cabal (?:update|install --only-dependencies|v2-build --only-dependencies)|stack (?:setup|build --only-dependencies)|pod (?:install|update|repo update)|carthage (?:bootstrap|update|checkout)|swift package resolve|bower install|apt(?:-get)? install|brew install|install\.packages|cpanm|luarocks install|opam install|Rscript -e .*install|mvn .*dependency:|install-deps|deps\.sh)\b", Kind::Dependency),
-    (r"(?i)\b(?:eslint|tslint|stylelint|jshint|jscs|rubocop|flake8|pylint|pycodestyle|black --check|isort --check|gofmt|goimports|golint|golangci-lint|gometalinter|go vet|shellcheck|markdownlint|mdl|remark|awesome_bot|markdown-link-check|lychee|htmlproofer|linkchecker|vint|luacheck|hlint|credo|swiftlint|checkstyle|spotless\w*|ktlint|scalastyle|scalafmt|clang-format|clang-tidy|cppcheck|phpcs|php-cs-fixer|phpstan|psalm|clippy|rustfmt|cargo fmt|mix format|codespell|misspell|editorconfig|lint\w*|fmt(?:-check)?|format-check|check-format|style-?check|linkcheck|bundlesize|size-limit|docs?)\b", Kind::Lint),
+    (r"(?i)\b(?:eslint|tslint|stylelint|jshint|jscs|rubocop|flake8|pylint|pycodestyle|black --check|isort --check|gofmt|goimports|golint|golangci-lint|gometalinter|go vet|shellcheck|markdownlint|mdl|remark|awesome_bot|markdown-link-check|lychee|htmlproofer|linkchecker|vint|luacheck|hlint|credo|swiftlint|checkstyle|spotless\w*|ktlint|scalastyle|scalafmt|clang-format|clang-tidy|cppcheck|phpcs|php-cs-fixer|phpstan|psalm|clippy|rustfmt|cargo fmt|mix format|codespell|misspell|editorconfig|lint\w*|fmt(?:-check)?|format-check|check-format|style-?check|linkcheck|bundlesize|size-limit|docs?|javadoc|dokka|sphinx|mkdocs|jsdoc|typedoc|japicmp|revapi|clirr|mima\w*|animal-sniffer|apache-rat|license\w*|findbugs|spotbugs|pmd)\b", Kind::Lint),
     // A build that skips its tests (Maven's `-DskipTests`, Gradle's `-x
     // test`) is not a test run, whatever its goals: what fails there is the
     // build (compilers, plugins' checks).
@@ -662,7 +685,7 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
         }
         Config if has("permission") => "permission-denied",
         Config if has("key_error") => "missing-env-var",
-        Config if has("env") => "missing-credentials",
+        Config if has("env") || has("db.") => "missing-credentials",
         Config if has("unknown_flag") => "unknown-cli-option",
         Config if has("version") || has("engine") || has("jdk") => "toolchain-version-mismatch",
         Config if has("docker") => "docker-image-pull-failed",

@@ -819,3 +819,46 @@ fn a_build_that_skips_its_tests_is_not_a_test_step() {
         assert_eq!(diagnose(&ex).category, Category::TestFailure, "{command}");
     }
 }
+
+#[test]
+fn a_property_that_skips_a_check_does_not_name_the_step() {
+    // Travis' default Java install line skips the tests and the javadoc:
+    // it builds.
+    assert_eq!(
+        step_kind("mvn install -DskipTests=true -Dmaven.javadoc.skip=true -B -V"),
+        Some(Kind::Compile)
+    );
+    assert_eq!(
+        step_kind("mvn -B verify -Dcheckstyle.skip=true -Dlicense.skip"),
+        Some(Kind::TestFailed)
+    );
+    // The check itself, as a goal or a plugin, names a check.
+    assert_eq!(step_kind("mvn javadoc:javadoc"), Some(Kind::Lint));
+    assert_eq!(step_kind("maven-javadoc-plugin"), Some(Kind::Lint));
+    assert_eq!(step_kind("japicmp-maven-plugin"), Some(Kind::Lint));
+    assert_eq!(step_kind("apache-rat-plugin"), Some(Kind::Lint));
+}
+
+#[test]
+fn checks_beside_the_compiler_are_code_errors() {
+    // Each line in its tool's documented shape, names written for the test.
+    for line in [
+        "[ERROR] Failed to execute goal com.github.siom79.japicmp:japicmp-maven-plugin:0.11.0:cmp (default) on project shop: Breaking the build because there is at least one incompatibility: com.shop.Basket.add(int):METHOD_REMOVED",
+        "[error] shop: Failed binary compatibility check against com.shop:shop_2.12:1.0.0! Found 2 potential problems",
+        "FAIL ./dist/shop.js: 12.5KB > maxSize 10KB (gzip)",
+        "  Package size limit has exceeded by 1.2 KB",
+        "[ERROR] Failed to execute goal com.github.spotbugs:spotbugs-maven-plugin:3.1.1:check (default) on project shop: failed with 1 bugs and 0 errors",
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-pmd-plugin:3.8:check (default) on project shop: You have 3 PMD violations. For more details see: /home/travis/build/target/pmd.xml",
+        "[ERROR] Failed to execute goal org.apache.rat:apache-rat-plugin:0.12:check (default) on project shop: Too many files with unapproved license: 1 See RAT report in: /home/travis/build/shop/target/rat.txt",
+        "[ERROR] Failed to execute goal com.mycila:license-maven-plugin:3.0:check (default) on project shop: Some files do not have the expected license header",
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-javadoc-plugin:3.0.0:jar (attach-javadocs) on project shop: MavenReportException: Error while generating Javadoc:",
+        "Warning, treated as error:",
+    ] {
+        let d = diagnosed(line, Category::CodeError);
+        assert!(
+            d.decided_by.starts_with("check."),
+            "{line}: {}",
+            d.decided_by
+        );
+    }
+}
