@@ -1086,3 +1086,103 @@ async fn not_helpful_on_an_analysis_is_recorded_once_per_person_and_counted_by_c
         .unwrap();
     assert_eq!(kept, [("alice".into(), true)]);
 }
+
+#[tokio::test]
+async fn the_pull_request_comment_of_an_analysis_renders_as_github_shows_it() {
+    let db = TestDb::new().await;
+    let token = db.token("reviewer", "alice");
+    let serve = db.serve(&[]).await;
+    let _worker = db.worker("w1", &[]);
+    // Three failed jobs of one commit, one of them with a name that tries
+    // to open HTML in the page.
+    let mut runs = Vec::new();
+    for (sample, job) in [
+        ("compile-error.log", "build (stable)"),
+        ("compile-error.log", "build (beta)"),
+        ("oom-killed.log", "test <img src=x onerror=alert(1)>"),
+    ] {
+        let path = db.write_sample(sample);
+        let run: Uuid = db
+            .cli_ok(
+                &[
+                    "enqueue",
+                    path.to_str().unwrap(),
+                    "--job",
+                    job,
+                    "--dedup-key",
+                    job,
+                ],
+                &[],
+            )
+            .parse()
+            .unwrap();
+        sqlx::query(
+            "UPDATE failure_events SET repository = 'acme/ledger', commit_sha = $2
+             WHERE id = (SELECT event_id FROM analysis_runs WHERE id = $1)",
+        )
+        .bind(run)
+        .bind("3f2a9c1d5e7b")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        runs.push(run);
+    }
+    for run in &runs {
+        wait_terminal(&db.pool, *run, Duration::from_secs(60)).await;
+    }
+    let b = Browser::start(&serve.base).await;
+    b.sign_in(&token).await;
+    b.goto(&format!("/ui/analyses/{}", runs[0])).await;
+    b.find("#pr-comment-link").await.click().await.unwrap();
+    b.wait_for_js(
+        "the comment page opens",
+        "return !!document.querySelector('#pr-comment h3');",
+        Duration::from_secs(10),
+    )
+    .await;
+    let title = b.text("#pr-comment h3").await;
+    assert!(title.contains("3 failed jobs on 3f2a9c1"), "{title}");
+    assert!(title.contains("2 distinct failures"), "{title}");
+    // One collapsible section per failure, the two builds grouped.
+    let sections: Value = b
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#pr-comment details > summary')].map(s => s.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let sections = sections.as_array().unwrap();
+    assert_eq!(sections.len(), 2, "{sections:?}");
+    assert!(
+        sections.iter().any(|s| {
+            let s = s.as_str().unwrap();
+            s.contains("CODE_ERROR") && s.contains("build (stable)") && s.contains("build (beta)")
+        }),
+        "{sections:?}"
+    );
+    // The job's name shows as text; nothing of it became an element.
+    let hostile: Value = b
+        .client
+        .execute(
+            "return [document.querySelectorAll('#pr-comment img, #pr-comment script, #pr-comment [onerror]').length, \
+             document.querySelector('#pr-comment').textContent.includes('<img src=x onerror=alert(1)>')];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(hostile, serde_json::json!([0, true]));
+    // A section opens on a click, as on GitHub.
+    b.find("#pr-comment details > summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.wait_for_js(
+        "the first section opens",
+        "return document.querySelector('#pr-comment details').open;",
+        Duration::from_secs(5),
+    )
+    .await;
+    b.screenshot("pr-comment").await;
+}

@@ -316,6 +316,27 @@ pub async fn jobs_of_commit(
         .await
 }
 
+/// One finished run as a job of its commit (an event that names no
+/// repository or commit is shown alone).
+pub async fn job_of_run(pool: &PgPool, run: uuid::Uuid) -> sqlx::Result<Option<CommitJob>> {
+    sqlx::query_as(ONE.as_str())
+        .bind(run)
+        .fetch_optional(pool)
+        .await
+}
+
+/// [`job_of_run`]'s statement.
+static ONE: LazyLock<String> = LazyLock::new(|| {
+    let cols = qualified(RUN_COLUMNS, "r");
+    format!(
+        "SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name, x.rerun_state,
+                x.rerun_detail
+         FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
+         {RERUN_JOIN}
+         WHERE r.id = $1"
+    )
+});
+
 /// The newest `limit` finished analyses of any event (oldest first), as
 /// jobs of one commit: what `faultline pr-comment --recent` previews.
 pub async fn recent_jobs(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<CommitJob>> {

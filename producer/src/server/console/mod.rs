@@ -20,6 +20,7 @@
 
 mod assets;
 pub mod live;
+mod markdown;
 mod views;
 
 use std::time::Duration;
@@ -79,6 +80,7 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/analyses/{id}", get(analysis))
         .route("/ui/analyses/{id}/events", get(analysis_events))
         .route("/ui/analyses/{id}/feedback", post(analysis_feedback))
+        .route("/ui/analyses/{id}/pr-comment", get(analysis_pr_comment))
         .route("/ui/groups", get(groups))
         .route("/ui/assets/{name}", get(assets::serve))
         .layer(middleware::map_response(secure_headers))
@@ -870,6 +872,65 @@ async fn analysis(
     Ok(html(
         StatusCode::OK,
         views::analysis(&viewer, &run, event.as_ref(), &steps, item.as_ref(), &votes),
+    ))
+}
+
+/// The pull-request comment that shows this analysis, as GitHub renders
+/// it: every analysed job of its commit when the event names a repository
+/// and a commit (what the notifier posts), else this job alone.
+async fn analysis_pr_comment(
+    State(state): State<AppState>,
+    Signed(viewer): Signed,
+    id: Result<Path<Uuid>, axum::extract::rejection::PathRejection>,
+) -> Result<Response, AppError> {
+    use faultline_shared::{pr_comment, storage::pr_comments};
+    let Ok(Path(id)) = id else {
+        return Ok(not_found(&viewer));
+    };
+    let Some(run) = runs::get(&state.pool, id).await? else {
+        return Ok(no_such_analysis(&viewer));
+    };
+    let event = faultline_shared::storage::events::get(&state.pool, run.event_id).await?;
+    let target = event
+        .as_ref()
+        .and_then(|e| Some((e.repository.clone()?, e.commit_sha.clone()?)));
+    let mut jobs = match &target {
+        Some((repo, sha)) => pr_comments::jobs_of_commit(&state.pool, repo, sha).await?,
+        None => Vec::new(),
+    };
+    if jobs.is_empty() {
+        jobs.extend(pr_comments::job_of_run(&state.pool, id).await?);
+    }
+    if run.result.is_none() || jobs.is_empty() {
+        return Ok(html(
+            StatusCode::NOT_FOUND,
+            views::message(
+                Some(&viewer),
+                "No comment yet",
+                &Notice::error(
+                    "This analysis has not finished: no pull-request comment shows it yet.",
+                ),
+            ),
+        ));
+    }
+    let (repository, head_sha) = target.unwrap_or_else(|| ("local".into(), "0000000".into()));
+    let comment = pr_comments::PrComment {
+        repository,
+        head_sha,
+        ..Default::default()
+    };
+    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
+    let console = std::env::var("NOTIFY_CONSOLE_URL").ok();
+    let body = pr_comment::render(
+        &comment,
+        &jobs,
+        &pr_comment::web_base(&api),
+        console.as_deref().map(|c| c.trim_end_matches('/')),
+        None,
+    );
+    Ok(html(
+        StatusCode::OK,
+        views::pr_comment(&viewer, &run, &markdown::github_html(&body)),
     ))
 }
 

@@ -14,7 +14,7 @@ use faultline_shared::{
     tool::LogExcerpt,
     types::{Category, Evidence},
 };
-use maud::{DOCTYPE, Markup, html};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde_json::Value;
 
 use super::{QueueQuery, Viewer};
@@ -919,6 +919,7 @@ pub fn analysis(
                                 dt { "Fix" } dd { (text("fix")) }
                             }
                         }
+                        p { a #pr-comment-link href=(format!("/ui/analyses/{}/pr-comment", run.id)) { "The pull-request comment that shows it →" } }
                         (feedback_section(viewer, run.id, feedback))
                     }
                     (excerpt_section(steps, &evidence))
@@ -927,6 +928,23 @@ pub fn analysis(
                     (trace_section(steps))
                 }
             }
+        },
+    )
+}
+
+/// The pull-request comment of an analysis as GitHub shows it (`comment`
+/// is sanitised HTML, [`super::markdown::github_html`]).
+pub fn pr_comment(viewer: &Viewer, run: &RunRow, comment: &str) -> Markup {
+    page(
+        "Pull-request comment",
+        Some(viewer),
+        "analysis",
+        None,
+        html! {
+            nav.pager { a href=(format!("/ui/analyses/{}", run.id)) { "↑ Analysis" } }
+            div.titlebar { h1 { "Pull-request comment" } }
+            p.muted { "As GitHub shows it on the pull request (NOTIFY_GITHUB_PR_COMMENTS): every analysed job of the commit, grouped by failure." }
+            article #pr-comment.markdown-body { (PreEscaped(comment)) }
         },
     )
 }
