@@ -89,7 +89,7 @@ pub(crate) fn qualified(columns: &str, alias: &str) -> String {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 43] = [
+    let named: [(&str, &'static str); 44] = [
         ("events::GET", &events::GET),
         ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
@@ -98,6 +98,7 @@ pub fn built_statements() -> Vec<Statement> {
         ("pr_comments::GET", &pr_comments::GET),
         ("pr_comments::JOBS", &pr_comments::JOBS),
         ("pr_comments::RECENT", &pr_comments::RECENT),
+        ("pr_comments::ONE", &pr_comments::ONE),
         (
             "pr_comments::STALE_REACTIONS",
             &pr_comments::STALE_REACTIONS,

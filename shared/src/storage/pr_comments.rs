@@ -326,7 +326,7 @@ pub async fn job_of_run(pool: &PgPool, run: uuid::Uuid) -> sqlx::Result<Option<C
 }
 
 /// [`job_of_run`]'s statement.
-static ONE: LazyLock<String> = LazyLock::new(|| {
+pub(crate) static ONE: LazyLock<String> = LazyLock::new(|| {
     let cols = qualified(RUN_COLUMNS, "r");
     format!(
         "SELECT {cols}, coalesce(e.job_name, e.log_name) AS job_name, x.rerun_state,
