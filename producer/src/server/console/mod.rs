@@ -901,7 +901,9 @@ async fn analysis_pr_comment(
     if jobs.is_empty() {
         jobs.extend(pr_comments::job_of_run(&state.pool, id).await?);
     }
-    if run.result.is_none() || jobs.is_empty() {
+    // A failed analysis is shown as the comment shows it ("no answer").
+    let finished = ["completed", "needs_review", "failed"].contains(&run.status.as_str());
+    if !finished || jobs.is_empty() {
         return Ok(html(
             StatusCode::NOT_FOUND,
             views::message(
