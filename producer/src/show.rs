@@ -39,20 +39,7 @@ pub async fn pr_comment(
     if jobs.is_empty() {
         anyhow::bail!("no finished analysis to show");
     }
-    let comment = pr_comments::PrComment {
-        repository,
-        head_sha: sha,
-        ..Default::default()
-    };
-    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
-    let console = std::env::var("NOTIFY_CONSOLE_URL").ok();
-    let body = pr_comment::render(
-        &comment,
-        &jobs,
-        &pr_comment::web_base(&api),
-        console.as_deref().map(|c| c.trim_end_matches('/')),
-        None,
-    );
+    let body = comment_preview(repository, sha, &jobs);
     if markdown {
         outln!("{body}")?;
     } else {
@@ -60,6 +47,31 @@ pub async fn pr_comment(
         outln!("{}", pr_comment::to_terminal(&body, ansi).trim_end())?;
     }
     Ok(())
+}
+
+/// The comment the notifier would post for `jobs` of commit `head_sha`
+/// (GitHub's address from GITHUB_API_URL, console links from
+/// NOTIFY_CONSOLE_URL): what `faultline pr-comment` prints and the
+/// console's comment page renders.
+pub fn comment_preview(
+    repository: String,
+    head_sha: String,
+    jobs: &[pr_comments::CommitJob],
+) -> String {
+    let comment = pr_comments::PrComment {
+        repository,
+        head_sha,
+        ..Default::default()
+    };
+    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
+    let console = std::env::var("NOTIFY_CONSOLE_URL").ok();
+    pr_comment::render(
+        &comment,
+        jobs,
+        &pr_comment::web_base(&api),
+        console.as_deref().map(|c| c.trim_end_matches('/')),
+        None,
+    )
 }
 
 /// 0 when the analysis completed, 2 when it needs review, 3 when it failed.

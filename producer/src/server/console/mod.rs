@@ -883,7 +883,7 @@ async fn analysis_pr_comment(
     Signed(viewer): Signed,
     id: Result<Path<Uuid>, axum::extract::rejection::PathRejection>,
 ) -> Result<Response, AppError> {
-    use faultline_shared::{pr_comment, storage::pr_comments};
+    use faultline_shared::storage::pr_comments;
     let Ok(Path(id)) = id else {
         return Ok(not_found(&viewer));
     };
@@ -916,20 +916,7 @@ async fn analysis_pr_comment(
         ));
     }
     let (repository, head_sha) = target.unwrap_or_else(|| ("local".into(), "0000000".into()));
-    let comment = pr_comments::PrComment {
-        repository,
-        head_sha,
-        ..Default::default()
-    };
-    let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
-    let console = std::env::var("NOTIFY_CONSOLE_URL").ok();
-    let body = pr_comment::render(
-        &comment,
-        &jobs,
-        &pr_comment::web_base(&api),
-        console.as_deref().map(|c| c.trim_end_matches('/')),
-        None,
-    );
+    let body = crate::show::comment_preview(repository, head_sha, &jobs);
     Ok(html(
         StatusCode::OK,
         views::pr_comment(&viewer, &run, &markdown::github_html(&body)),
