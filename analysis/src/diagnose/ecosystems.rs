@@ -2026,6 +2026,8 @@ fn a_module_path_of_the_project_is_the_code_s_and_a_package_name_the_dependency_
     for line in [
         "Error: Cannot find module '../lib/basket'",
         "Module not found: Error: Can't resolve './Basket' in '/home/runner/work/shop/shop/src'",
+        // An absolute path is a file, not a package name.
+        "Error: Cannot find module '/home/runner/work/shop/shop/dist/server.js'",
     ] {
         let d = diagnosed(line, Category::CodeError);
         assert!(
@@ -2038,6 +2040,8 @@ fn a_module_path_of_the_project_is_the_code_s_and_a_package_name_the_dependency_
         "Error: Cannot find module 'shop-client'",
         "Module not found: Error: Can't resolve 'shop-client' in '/home/runner/work/shop/shop/src'",
         "src/basket.ts(3,22): error TS7016: Could not find a declaration file for module 'shop-client'.",
+        // A file inside an installed package is the package's.
+        "Error: Cannot find module '/home/runner/work/shop/shop/node_modules/shop-client/index.js'",
     ] {
         diagnosed(line, Category::DependencyError);
     }

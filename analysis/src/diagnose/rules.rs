@@ -425,11 +425,11 @@ pub const RULES: &[Rule] = &[
     r("npm.install_failed", "npm", Dependency, 0.6, r"^npm ERR! (?:Failed at the (?P<pkg>\S+?)@(?P<ver>\S+) (?:install|postinstall|preinstall) script|code ELIFECYCLE.*install|gyp ERR!)|^gyp ERR! "),
     r("yarn.notfound", "yarn", Dependency, 1.0, r#"^error (?:Couldn't find package "(?P<pkg>[^"]+)"|Couldn't find any versions for "(?P<pkg2>[^"]+)" that matches "(?P<ver>[^"]+)"|An unexpected error occurred: "\S+/(?P<pkg3>[@\w./-]+?): Not found")"#),
     r("yarn.lockfile", "yarn", Dependency, 0.8, r"Your lockfile needs to be updated|lockfile would have been modified|integrity check failed"),
-    r("node.cannot_find_module", "node", Dependency, 0.9, r"(?:Error: )?Cannot find module '(?P<pkg>[^'.][^']*)'|Module not found: Error: Can't resolve '(?P<pkg2>[^'.][^']*)'|ERR_MODULE_NOT_FOUND.*'(?P<pkg3>[^'.][^']*)'"),
+    r("node.cannot_find_module", "node", Dependency, 0.9, r"(?:Error: )?Cannot find module '(?P<pkg>[^'./][^']*)'|Module not found: Error: Can't resolve '(?P<pkg2>[^'./][^']*)'|ERR_MODULE_NOT_FOUND.*'(?P<pkg3>[^'./][^']*)'"),
     // A relative path is the project's own file, not a package: a wrong
     // import path or a file missing from the change (case matters on
     // Linux), raised where the module is loaded.
-    r("node.missing_own_module", "node", Crash, 0.8, r"(?:Error: )?Cannot find module '(?P<file>\.{1,2}/[^']+)'|Module not found: Error: Can't resolve '(?P<file2>\.{1,2}/[^']+)'|ERR_MODULE_NOT_FOUND.*'(?P<file3>\.{1,2}/[^']+)'"),
+    r("node.missing_own_module", "node", Crash, 0.8, r"(?:Error: )?Cannot find module '(?P<file>(?:\.{1,2})?/[^']+)'|Module not found: Error: Can't resolve '(?P<file2>(?:\.{1,2})?/[^']+)'|ERR_MODULE_NOT_FOUND.*'(?P<file3>(?:\.{1,2})?/[^']+)'"),
     r("tsc.missing_types", "tsc", Dependency, 0.9, r"Cannot find (?:name '(?:describe|it|expect|test|jasmine|jest|beforeEach|afterEach|require|process|module|__dirname|Buffer)'|type definition file for '(?P<pkg>[^']+)')|TS2307: Cannot find module '(?P<pkg2>[^'.][^']*)'|Cannot find module '(?P<pkg3>[^'.][^']*)' or its corresponding type declarations|Could not find a declaration file for module '(?P<pkg4>[^'.][^']*)'|\((?:2304|2307|2580|2582|2593)\)$"),
     r("bower.notfound", "bower", Dependency, 0.9, r"^bower (?:ENOTFOUND|ECONFLICT|ENORESTARGET|EINVRES)"),
     r("pip.notfound", "pip", Dependency, 1.0, r"Could not find a version that satisfies the requirement (?P<pkg>[\w.\[\]-]+)(?P<ver>[<>=!~][^\s(]*)?|No matching distribution found for (?P<pkg2>[\w.\[\]-]+)"),
