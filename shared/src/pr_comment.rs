@@ -169,16 +169,7 @@ pub fn render(
                 md(truncate_chars(&one_line(message), 300))
             ));
         }
-        // The failing file: the first error's, else the first failing test's.
-        let failing_file = first_diagnostic
-            .and_then(|d| d.file.as_deref())
-            .or_else(|| {
-                specifics
-                    .failing_tests
-                    .iter()
-                    .find_map(|t| t.file.as_deref())
-            })
-            .and_then(repository_path);
+        let failing_file = failing_file(&specifics);
         if let (Some(path), Some(owners)) = (&failing_file, owners)
             && let Some(who) = owners(path)
         {
@@ -356,6 +347,23 @@ fn code(text: &str) -> String {
 /// Hex SHA-256 of a body: how a write knows whether the comment changed.
 pub fn sha256(body: &str) -> String {
     crate::hex(&Sha256::digest(body.as_bytes()))
+}
+
+/// The file a failure is in, as a path in the repository: the first
+/// error's, else the first failing test's (whose owners are named).
+pub fn failing_file(specifics: &Specifics) -> Option<String> {
+    specifics
+        .diagnostic
+        .iter()
+        .chain(&specifics.diagnostics)
+        .find_map(|d| d.file.as_deref())
+        .or_else(|| {
+            specifics
+                .failing_tests
+                .iter()
+                .find_map(|t| t.file.as_deref())
+        })
+        .and_then(repository_path)
 }
 
 /// A file as the log names it, as a path in the repository: CI

@@ -598,6 +598,97 @@ async fn slack_gets_a_block_kit_message_once_after_a_429() {
     );
 }
 
+/// The failing file's owners, from the repository's CODEOWNERS at the
+/// failed commit (the last matching entry wins), on the check run and in
+/// the Slack message; a repository without CODEOWNERS gets neither line.
+#[tokio::test]
+async fn the_owners_of_the_failing_file_are_named_on_the_check_run_and_in_slack() {
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    let fake = MockServer::start().await;
+    let codeowners = "* @octo-org/everyone\n/src/ @octo-org/frontend @lena\n*.md @octo-org/docs\n";
+    Mock::given(method("GET"))
+        .and(path(
+            "/repos/octo-org/octo-repo/contents/.github/CODEOWNERS",
+        ))
+        .and(wiremock::matchers::query_param("ref", HEAD_SHA))
+        .respond_with(faultline_tests::fakes::github_json(
+            faultline_tests::fakes::contents(".github/CODEOWNERS", codeowners),
+        ))
+        .with_priority(1)
+        .mount(&fake)
+        .await;
+    Mock::given(path_regex("^/repos/octo-org/(octo-repo|no-owners)/"))
+        .and(header("authorization", "Bearer ghs_test_token"))
+        .respond_with(checks.clone())
+        .mount(&fake)
+        .await;
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/services/T0001/B0001/XXXXXXXX"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&slack)
+        .await;
+    let api = fake.uri();
+    let url = format!("{}/services/T0001/B0001/XXXXXXXX", slack.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("GITHUB_TOKEN", "ghs_test_token"),
+        ("NOTIFY_ON_REVIEW", "true"),
+        ("NOTIFY_SLACK_WEBHOOK_URL", url.as_str()),
+        ("GITHUB_API_URL", api.as_str()),
+    ]);
+    let _worker = db.worker("w1", &env);
+
+    let owned = github_failure_with(&db, "octo-org/octo-repo", &type_errors(2)).await;
+    wait_terminal(&db.pool, owned, Duration::from_secs(60)).await;
+    let row = wait_outbox(&db, owned, "delivered").await;
+    assert_eq!(row.attempts, 1, "{row:?}");
+    let unowned = github_failure_with(&db, "octo-org/no-owners", &type_errors(2)).await;
+    wait_terminal(&db.pool, unowned, Duration::from_secs(60)).await;
+    wait_outbox(&db, unowned, "delivered").await;
+
+    let want = "@octo-org/frontend, @lena (CODEOWNERS line 2)";
+    let runs = checks.runs();
+    assert_eq!(runs.len(), 2, "one check run per failure");
+    let summary = |i: usize| runs[i].output["summary"].as_str().unwrap().to_string();
+    assert!(
+        summary(0).contains(&format!("**Owners of `src/module0.ts`:** {want}")),
+        "{}",
+        summary(0)
+    );
+    assert!(!summary(1).contains("Owners"), "{}", summary(1));
+
+    let messages: Vec<Value> = slack
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(messages.len(), 2);
+    let owners_block = |m: &Value| {
+        m["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["text"]["text"].as_str())
+            .find(|t| t.starts_with("*Owners of"))
+            .map(str::to_string)
+    };
+    let of_repo = |repo: &str| {
+        messages
+            .iter()
+            .find(|m| m.to_string().contains(repo))
+            .unwrap_or_else(|| panic!("a message about {repo}: {messages:?}"))
+    };
+    assert_eq!(
+        owners_block(of_repo("octo-org/octo-repo")).as_deref(),
+        Some(format!("*Owners of `src/module0.ts`*\n{want}").as_str())
+    );
+    assert_eq!(owners_block(of_repo("octo-org/no-owners")), None);
+}
+
 #[tokio::test]
 async fn a_check_run_whose_creation_answer_was_lost_is_not_created_twice() {
     let db = TestDb::new().await;

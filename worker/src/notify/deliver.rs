@@ -98,11 +98,24 @@ fn slack_text(text: &str, max: usize) -> String {
     out
 }
 
+/// Who owns the file a failure is in: the repository's CODEOWNERS entry
+/// for it (`who` names the owners and the entry's line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOwners {
+    pub path: String,
+    pub who: String,
+}
+
 /// The Slack message of a finished run (Block Kit, with a `text` fallback
 /// for notifications): origin and category first, the root cause, the
 /// failure it analysed, why the origin, and a button to the console when
 /// `console` (its public base URL) is known.
-pub fn slack_message(run: &RunRow, event: Option<&EventRow>, console: Option<&str>) -> Value {
+pub fn slack_message(
+    run: &RunRow,
+    event: Option<&EventRow>,
+    console: Option<&str>,
+    owners: Option<&FileOwners>,
+) -> Value {
     let result = run.result.clone().unwrap_or(Value::Null);
     let category = run.category.map_or("UNKNOWN", |c| c.as_str());
     let (origin, why) = Origin::of_result(&result);
@@ -130,6 +143,15 @@ pub fn slack_message(run: &RunRow, event: Option<&EventRow>, console: Option<&st
         json!({"type": "section", "fields": fields}),
         json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Root cause*\n{}", slack_text(root, 2800))}}),
     ];
+    if let Some(o) = owners {
+        blocks.push(
+            json!({"type": "section", "text": {"type": "mrkdwn", "text": format!(
+                "*Owners of `{}`*\n{}",
+                slack_text(&o.path, 300),
+                slack_text(&o.who, 600)
+            )}}),
+        );
+    }
     let why: Vec<String> = why.iter().map(|w| slack_text(w, 600)).collect();
     if !why.is_empty() {
         blocks.push(
@@ -178,10 +200,14 @@ const LOOKUP_PAGES: u32 = 5;
 /// Most bytes read of one GitHub answer.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 /// Most requests of one delivery attempt, one after the other: the
-/// webhook, Slack, and for the check run the lookup pages, the create and
-/// its annotation updates. The outbox lock is sized from it.
-pub const MAX_REQUESTS_PER_ATTEMPT: u32 =
-    2 + LOOKUP_PAGES + 1 + (MAX_ANNOTATIONS / ANNOTATIONS_PER_REQUEST) as u32;
+/// webhook, Slack, the failing file's CODEOWNERS (one per place GitHub
+/// looks), and for the check run the lookup pages, the create and its
+/// annotation updates. The outbox lock is sized from it.
+pub const MAX_REQUESTS_PER_ATTEMPT: u32 = 2
+    + crate::sources::codeowners::LOCATIONS.len() as u32
+    + LOOKUP_PAGES
+    + 1
+    + (MAX_ANNOTATIONS / ANNOTATIONS_PER_REQUEST) as u32;
 
 /// Creates a completed check run named `faultline` on the failed commit
 /// (`POST /repos/{owner}/{repo}/check-runs`; needs a GitHub App token with
@@ -196,13 +222,13 @@ pub const MAX_REQUESTS_PER_ATTEMPT: u32 =
 /// it has, so an attempt that died between two requests resumes after the
 /// last one GitHub took.
 pub async fn github_check_run(
-    http: &reqwest::Client,
+    gh: &GitHub<'_>,
     api: &str,
-    token: &SecretString,
     delivery: Uuid,
     repository: &str,
     head_sha: &str,
     run: &RunRow,
+    owners: Option<&FileOwners>,
 ) -> Result<(), String> {
     let result = run.result.clone().unwrap_or(Value::Null);
     let category = run.category.map_or("UNKNOWN", |c| c.as_str());
@@ -225,6 +251,13 @@ pub async fn github_check_run(
             summary.push_str(&format!("- {label}: {text}\n"));
         }
     }
+    if let Some(o) = owners {
+        summary.push_str(&format!(
+            "\n**Owners of `{}`:** {}\n",
+            o.path.replace('`', "'"),
+            o.who
+        ));
+    }
     if run.status == RunStatus::NeedsReview {
         summary.push_str("\nConfidence is low: this analysis waits for human review.\n");
     }
@@ -241,7 +274,6 @@ pub async fn github_check_run(
     );
     let output =
         |batch: &[Value]| json!({ "title": title, "summary": summary, "annotations": batch });
-    let gh = GitHub { http, token };
     let (id, mut sent) = match gh.existing(api, repository, head_sha, delivery).await? {
         Some(found) => found,
         None => {

@@ -372,6 +372,35 @@ impl Notifier {
         Ok(())
     }
 
+    /// The CODEOWNERS entry of the file the run's failure is in (its first
+    /// error's, else its first failing test's), read at the failing commit;
+    /// `None` without asking GitHub when the log names no such file, and
+    /// when the repository has no CODEOWNERS (or one GitHub ignores, or
+    /// one that could not be read: the notification goes without it).
+    async fn owners(
+        &self,
+        api: &str,
+        token: &faultline_shared::config::SecretString,
+        run: &runs::RunRow,
+        repository: &str,
+        sha: &str,
+    ) -> Option<deliver::FileOwners> {
+        let result = run.result.as_ref()?;
+        let specifics: faultline_shared::specifics::Specifics =
+            serde_json::from_value(result["specifics"].clone()).ok()?;
+        let path = faultline_shared::pr_comment::failing_file(&specifics)?;
+        let gh = deliver::GitHub {
+            http: &self.http,
+            token,
+        };
+        let owners = pr_comment::code_owners(&gh, api, repository, sha).await?;
+        let o = owners.owners_of(&path)?;
+        Some(deliver::FileOwners {
+            who: format!("{} (CODEOWNERS line {})", o.owners.join(", "), o.line),
+            path,
+        })
+    }
+
     /// The event's stored payload, read once per delivery for the targets
     /// that need it (`cache`).
     async fn payload<'c>(
@@ -465,10 +494,26 @@ impl Notifier {
                     }
                 },
             );
+        // Who owns the failing file, for the check run and Slack: read
+        // once per attempt, and only when one of them is still to be sent.
+        let owners = match (&self.config.github, &github_target) {
+            (Some((api, token)), Some((repo, sha)))
+                if pending(GITHUB) || (self.config.slack.is_some() && pending(SLACK)) =>
+            {
+                self.owners(api, token, &run, repo, sha).await
+            }
+            _ => None,
+        };
         if let (Some((api, token)), Some((repo, sha))) = (&self.config.github, &github_target)
             && pending(GITHUB)
         {
-            match deliver::github_check_run(&self.http, api, token, row.id, repo, sha, &run).await {
+            let gh = deliver::GitHub {
+                http: &self.http,
+                token,
+            };
+            match deliver::github_check_run(&gh, api, row.id, repo, sha, &run, owners.as_ref())
+                .await
+            {
                 Ok(()) => delivered.push(GITHUB.to_string()),
                 Err(e) => errors.push(e),
             }
@@ -506,8 +551,12 @@ impl Notifier {
         if let Some(url) = &self.config.slack
             && pending(SLACK)
         {
-            let body =
-                deliver::slack_message(&run, event.as_ref(), self.config.console_url.as_deref());
+            let body = deliver::slack_message(
+                &run,
+                event.as_ref(),
+                self.config.console_url.as_deref(),
+                owners.as_ref(),
+            );
             match deliver::slack(&self.http, url, &body).await {
                 Ok(()) => delivered.push(SLACK.to_string()),
                 Err(e) => errors.push(e),
