@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use faultline_shared::{
     Specifics, pr_comment,
-    storage::{events, pr_comments, review, runs, steps},
+    storage::{events, pr_comments, reruns, review, runs, steps},
     tool::{self, Observed, ToolName},
     types::FINAL_ANSWER,
 };
@@ -90,8 +90,9 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
         .with_context(|| format!("run {run_id} not found"))?;
     let event = events::get(pool, run.event_id).await?;
     let item = review::for_run(pool, run_id).await?;
+    let asked = reruns::of_runs(pool, &[run_id]).await?;
     if as_json {
-        let out = json!({"run": run, "event": event, "review": item});
+        let out = json!({"run": run, "event": event, "review": item, "reruns": asked});
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
@@ -165,7 +166,32 @@ pub async fn status(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Resul
     if let Some(item) = item {
         outln!("  review:     {} ({})", item.status, item.reason)?;
     }
+    for r in &asked {
+        outln!("  re-run:     {}", rerun_line(r))?;
+    }
     Ok(())
+}
+
+/// A re-run Faultline asked the CI system for, in one line: its state,
+/// the verdict that asked, the request and what the CI system answered.
+fn rerun_line(r: &reruns::Rerun) -> String {
+    let status = r
+        .http_status
+        .map(|s| format!(", HTTP {s}"))
+        .unwrap_or_default();
+    let detail = r
+        .detail
+        .as_deref()
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default();
+    format!(
+        "{} (origin {}, confidence {:.2}) {} at {}{status}{detail}",
+        r.state,
+        r.origin,
+        r.confidence,
+        r.request,
+        r.requested_at.format("%Y-%m-%d %H:%M:%S UTC")
+    )
 }
 
 /// Prints every iteration of a run with its thought, action and observation.
@@ -175,8 +201,9 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
         .with_context(|| format!("run {run_id} not found"))?;
     let journal = steps::list(pool, run_id).await?;
     let attempts = steps::list_attempts(pool, run_id).await?;
+    let asked = reruns::of_runs(pool, &[run_id]).await?;
     if as_json {
-        let out = json!({"run_id": run.id, "status": run.status, "steps": journal, "failed_attempts": attempts});
+        let out = json!({"run_id": run.id, "status": run.status, "steps": journal, "failed_attempts": attempts, "reruns": asked});
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
@@ -231,6 +258,9 @@ pub async fn trace(pool: &PgPool, run_id: Uuid, as_json: bool) -> anyhow::Result
             "   observation: {}",
             summarize(&step.action, &step.observation)
         )?;
+    }
+    for r in &asked {
+        outln!("\nre-run asked of the CI system: {}", rerun_line(r))?;
     }
     for a in &attempts {
         let next = a

@@ -215,6 +215,30 @@ async fn a_transient_failure_is_re_run_once_across_a_kill_and_never_again() {
     );
     assert!(r.detail.as_deref().unwrap().contains("already running"));
     assert_eq!(runs.reruns(778), 1);
+    // `status` and `trace` say what was asked and what the CI system said.
+    let out = |args: &[&str]| String::from_utf8(db.cli(args, &[]).stdout).unwrap();
+    let status = out(&["status", &refused.to_string()]);
+    assert!(
+        status.contains("re-run:     refused (origin infrastructure")
+            && status.contains("HTTP 403")
+            && status.contains("already running"),
+        "{status}"
+    );
+    let status = out(&["status", &oom.to_string()]);
+    assert!(
+        status.contains("re-run:     done (origin infrastructure")
+            && status.contains("found attempt 2"),
+        "{status}"
+    );
+    let trace = out(&["trace", &oom.to_string()]);
+    assert!(
+        trace.contains("re-run asked of the CI system: done"),
+        "{trace}"
+    );
+    let json: Value =
+        serde_json::from_str(&out(&["status", &refused.to_string(), "--json"])).unwrap();
+    assert_eq!(json["reruns"][0]["state"], "refused", "{json:#}");
+    assert_eq!(json["reruns"][0]["http_status"], 403, "{json:#}");
 
     // GitHub re-runs a run's failed jobs once the run has finished: while
     // its other jobs run, the delivery waits (retried), then asks.
