@@ -475,6 +475,27 @@ pub struct FailureHistory {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     pub history: History,
+    /// The files the change under test touched, as the CI source lists
+    /// them (read with the failing job's own history when GitHub or
+    /// Jenkins is configured): what makes `this_change` name a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<ChangedFiles>,
+}
+
+/// The files a change touched, as its CI source lists them (bounded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChangedFiles {
+    /// What was read: `pull request #12`, `commit 1a2b3c4`, `build 41`.
+    pub source: String,
+    /// Repository paths, as listed.
+    pub files: Vec<String>,
+    /// The change touched more files than were read.
+    pub truncated: bool,
+    /// Why the files could not be read (a 404, a rate limit): the origin
+    /// is then decided without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The history of a job, a test, or a test within a job.

@@ -718,3 +718,213 @@ async fn a_check_run_whose_creation_answer_was_lost_is_not_created_twice() {
         ]
     );
 }
+
+/// GitHub's pull requests of a commit and their files, as it pages them
+/// (`per_page`, `page`): commit → open pull request → paths. A commit it
+/// does not know answers 404 (`Not Found`), like GitHub's.
+#[derive(Clone, Default)]
+struct FakePulls {
+    /// Commit → (pull request, its files).
+    pulls: std::collections::HashMap<String, (u64, Vec<String>)>,
+    /// File pages served, per pull request.
+    pages: std::sync::Arc<std::sync::Mutex<Vec<(u64, usize)>>>,
+}
+
+impl wiremock::Respond for FakePulls {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        use faultline_tests::fakes::{github_error, github_json};
+        let parts: Vec<&str> = request.url.path().trim_matches('/').split('/').collect();
+        let query = |k: &str| {
+            request
+                .url
+                .query_pairs()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+        };
+        match &parts[..] {
+            ["repos", _, _, "commits", sha, "pulls"] => match self.pulls.get(*sha) {
+                Some((n, _)) => github_json(json!([{
+                    "number": n, "state": "open", "head": {"sha": sha},
+                    "html_url": format!("https://github.com/octo-org/octo-repo/pull/{n}"),
+                }])),
+                None => github_error(404, "Not Found"),
+            },
+            ["repos", _, _, "pulls", n, "files"] => {
+                let n: u64 = n.parse().unwrap();
+                let Some((_, files)) = self.pulls.values().find(|(p, _)| *p == n) else {
+                    return github_error(404, "Not Found");
+                };
+                let per_page = query("per_page").unwrap_or(30).min(100);
+                let page = query("page").unwrap_or(1);
+                self.pages.lock().unwrap().push((n, page));
+                let listed: Vec<Value> = files
+                    .iter()
+                    .skip((page - 1) * per_page)
+                    .take(per_page)
+                    .map(|f| json!({"filename": f, "status": "modified", "additions": 1, "deletions": 1, "changes": 2}))
+                    .collect();
+                github_json(Value::Array(listed))
+            }
+            _ => github_error(404, "Not Found"),
+        }
+    }
+}
+
+/// A GitHub failure of job `job` on `commit` whose log is three type
+/// errors in `src/module0.ts` … `src/module2.ts`; its result.
+async fn job_fails(db: &TestDb, job: &str, commit: &str, build: &str) -> Value {
+    let event = NewEvent {
+        dedup_key: format!("github:delivery:change-{job}-{build}"),
+        source: "github".into(),
+        job_name: Some(job.into()),
+        build_number: Some(build.into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        ..NewEvent::default()
+    };
+    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
+    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+    let (result,): (Option<Value>,) =
+        sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    result.expect("a finished run has a result")
+}
+
+async fn job_passes(db: &TestDb, job: &str, commit: &str, build: &str) {
+    let outcome = storage::history::NewOutcome {
+        dedup_key: format!("github:delivery:change-pass-{job}-{build}"),
+        source: "github".into(),
+        job_name: Some(job.into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        build_number: Some(build.into()),
+        outcome: "success".into(),
+        ..storage::history::NewOutcome::default()
+    };
+    assert!(
+        storage::history::record_outcome(&db.pool, &outcome)
+            .await
+            .unwrap()
+    );
+}
+
+/// Issue 32 item 1: `this_change` names the files the pull request
+/// touched that the failure names; with no pass on record, such a file
+/// makes it `this_change` all the same; a change of 10,000 files is read
+/// as its first thousand (ten pages), and a commit GitHub does not know
+/// leaves a recorded fallback.
+#[tokio::test]
+async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change_is_read_bounded() {
+    const A: &str = "aaaaaaa111111111111111111111111111111111";
+    const B: &str = "bbbbbbb222222222222222222222222222222222";
+    const D: &str = "ddddddd444444444444444444444444444444444";
+    const E: &str = "eeeeeee555555555555555555555555555555555";
+    let db = TestDb::new().await;
+    let mut pulls = FakePulls::default();
+    pulls.pulls.insert(
+        B.into(),
+        (12, vec!["README.md".into(), "src/module1.ts".into()]),
+    );
+    let huge: Vec<String> = (0..10_000).map(|i| format!("gen/part{i}.ts")).collect();
+    pulls.pulls.insert(D.into(), (13, huge));
+    let fake = MockServer::start().await;
+    Mock::given(path_regex(
+        r"^/repos/octo-org/octo-repo/(commits/[0-9a-f]+/pulls|pulls/\d+/files)$",
+    ))
+    .and(header("authorization", "Bearer ghs_test_token"))
+    .respond_with(pulls.clone())
+    .with_priority(1)
+    .mount(&fake)
+    .await;
+    let checks = FakeChecks::default();
+    Mock::given(path_regex("^/repos/octo-org/octo-repo/"))
+        .respond_with(checks.clone())
+        .mount(&fake)
+        .await;
+    let api = fake.uri();
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("GITHUB_TOKEN", "ghs_test_token"),
+        ("GITHUB_API_URL", api.as_str()),
+    ]);
+    let _worker = db.worker("w1", &env);
+
+    // Green on A, red on B, whose pull request touched src/module1.ts.
+    job_passes(&db, "CI / build", A, "1").await;
+    let result = job_fails(&db, "CI / build", B, "2").await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    let why: Vec<&str> = result["origin_evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert!(why[0].contains("passed on aaaaaaa"), "{why:?}");
+    assert_eq!(
+        why.get(1).copied(),
+        Some(
+            "the change (pull request #12, 2 files) touched `src/module1.ts`, which the failure names"
+        ),
+        "{why:?}"
+    );
+
+    // A job with no pass on record: the touched file decides all the same.
+    let result = job_fails(&db, "CI / typecheck", B, "3").await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    let why = result["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.contains("no pass on record")
+            && why.contains("pull request #12")
+            && why.contains("`src/module1.ts`"),
+        "{why}"
+    );
+
+    // 10,000 files: ten pages of a hundred, and it says so.
+    job_passes(&db, "CI / lint", A, "4").await;
+    let result = job_fails(&db, "CI / lint", D, "5").await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    assert_eq!(
+        result["origin_evidence"][1],
+        "the change (pull request #13, 1000 files read of more) touched none of the files the failure names",
+        "{result:#}"
+    );
+    let pages: Vec<usize> = pulls
+        .pages
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _)| *n == 13)
+        .map(|(_, p)| *p)
+        .collect();
+    assert_eq!(pages, (1..=10).collect::<Vec<_>>(), "bounded at ten pages");
+
+    // A commit GitHub does not know: the fallback is recorded, the history
+    // still decides.
+    job_passes(&db, "CI / docs", A, "6").await;
+    let result = job_fails(&db, "CI / docs", E, "7").await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    let why = result["origin_evidence"][1].as_str().unwrap();
+    assert!(
+        why.starts_with("the change's files were not read (commit eeeeeee)") && why.contains("404"),
+        "{why}"
+    );
+    // Journaled with the history, like any tool call.
+    let (observation,): (Value,) = sqlx::query_as(
+        "SELECT s.observation FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id
+         JOIN failure_events e ON e.id = r.event_id
+         WHERE e.job_name = 'CI / lint' AND s.action = 'failure_history'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let change = &observation["change"];
+    assert_eq!(
+        change["files"].as_array().map(Vec::len),
+        Some(1000),
+        "{change}"
+    );
+    assert_eq!(change["truncated"], true);
+}

@@ -509,8 +509,13 @@ impl Engine {
             may_self_correct,
             judged.as_ref().and_then(|j| j.score),
         );
-        let (origin, origin_evidence) =
-            origin::decide(draft.category, origin::history_of(journal).as_ref());
+        // From the log's diagnosis, whichever reasoner drafted.
+        let specifics = specifics::of(journal);
+        let (origin, origin_evidence) = origin::decide(
+            draft.category,
+            origin::history_of(journal).as_ref(),
+            &origin::failure_files(&specifics),
+        );
         let answer = FinalAnswer {
             category: draft.category,
             root_cause: draft.root_cause.clone(),
@@ -519,8 +524,7 @@ impl Engine {
             confidence: verdict.confidence,
             confidence_parts: verdict.parts.clone(),
             kb_refs: draft.kb_refs.clone(),
-            // From the log's diagnosis, whichever reasoner drafted.
-            specifics: specifics::of(journal),
+            specifics,
             origin,
             origin_evidence,
         };

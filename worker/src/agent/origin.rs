@@ -5,8 +5,8 @@
 //! decides the same and no model can steer it.
 
 use faultline_shared::{
-    Category, Origin, StepRecord,
-    tool::{FailureHistory, Observed},
+    Category, Origin, Specifics, StepRecord,
+    tool::{ChangedFiles, FailureHistory, Observed},
 };
 
 use crate::tools::ToolName;
@@ -35,8 +35,111 @@ pub fn history_of(journal: &[StepRecord]) -> Option<FailureHistory> {
         .find_map(|s| Observed(&s.observation).parse_result())
 }
 
-/// The origin of a failure of `category` and the facts that decided it.
-pub fn decide(category: Category, history: Option<&FailureHistory>) -> (Origin, Vec<String>) {
+/// The files a failure names: its diagnostics' and its failing tests',
+/// as the log printed them.
+pub fn failure_files(specifics: &Specifics) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    let named = specifics
+        .diagnostic
+        .iter()
+        .chain(&specifics.diagnostics)
+        .filter_map(|d| d.file.as_deref())
+        .chain(
+            specifics
+                .failing_tests
+                .iter()
+                .filter_map(|t| t.file.as_deref()),
+        );
+    for f in named {
+        if !files.iter().any(|g| g == f) {
+            files.push(f.to_string());
+        }
+    }
+    files
+}
+
+/// Most touched files named in a sentence.
+const NAMED_FILES: usize = 5;
+
+/// Whether `logged`, a file as the log names it (relative, or under a CI
+/// workspace, or absolute under one we do not know), is `changed`, a
+/// repository path as the CI source lists it. A path relative to a
+/// subproject (`src/a.ts` for `web/src/a.ts`) is the file too.
+fn same_file(changed: &str, logged: &str) -> bool {
+    let logged = logged.trim().replace('\\', "/");
+    match faultline_shared::pr_comment::repository_path(&logged) {
+        Some(p) => p == changed || changed.ends_with(&format!("/{p}")),
+        None => logged.ends_with(&format!("/{changed}")),
+    }
+}
+
+/// The files the change touched that the failure names, in the change's
+/// order.
+pub fn touched<'a>(change: &'a ChangedFiles, failure_files: &[String]) -> Vec<&'a str> {
+    change
+        .files
+        .iter()
+        .filter(|c| failure_files.iter().any(|f| same_file(c, f)))
+        .map(String::as_str)
+        .collect()
+}
+
+/// `a`, `b` and 3 more.
+fn listed(files: &[&str]) -> String {
+    let mut out: Vec<String> = files
+        .iter()
+        .take(NAMED_FILES)
+        .map(|f| format!("`{f}`"))
+        .collect();
+    if files.len() > NAMED_FILES {
+        out.push(format!("{} more", files.len() - NAMED_FILES));
+    }
+    out.join(", ")
+}
+
+/// What the change's files say about a failure that is new with it.
+fn change_evidence(change: &ChangedFiles, failure_files: &[String]) -> Option<String> {
+    if let Some(e) = &change.error {
+        return Some(format!(
+            "the change's files were not read ({}): {e}",
+            change.source
+        ));
+    }
+    let hit = touched(change, failure_files);
+    let read = format!(
+        "{} file{}{}",
+        change.files.len(),
+        if change.files.len() == 1 { "" } else { "s" },
+        if change.truncated {
+            " read of more"
+        } else {
+            ""
+        }
+    );
+    if !hit.is_empty() {
+        return Some(format!(
+            "the change ({}, {read}) touched {}, which the failure names",
+            change.source,
+            listed(&hit)
+        ));
+    }
+    (!failure_files.is_empty()).then(|| {
+        format!(
+            "the change ({}, {read}) touched none of the files the failure names",
+            change.source
+        )
+    })
+}
+
+/// The origin of a failure of `category` and the facts that decided it:
+/// from the job's history and, when it was read with it, the change's
+/// files against `failure_files` (the files the failure names: its
+/// diagnostics', its failing tests').
+pub fn decide(
+    category: Category,
+    history: Option<&FailureHistory>,
+    failure_files: &[String],
+) -> (Origin, Vec<String>) {
     if category == Category::InfraError {
         return (
             Origin::Infrastructure,
@@ -117,12 +220,30 @@ pub fn decide(category: Category, history: Option<&FailureHistory>) -> (Origin, 
             (Some(c), None) => format!(" on {}", short(c)),
             _ => String::new(),
         };
-        return (
-            Origin::ThisChange,
-            vec![format!(
-                "{subject} passed{last} and fails now: the failure is new with this change"
-            )],
+        let mut why = vec![format!(
+            "{subject} passed{last} and fails now: the failure is new with this change"
+        )];
+        why.extend(
+            read.change
+                .as_ref()
+                .and_then(|c| change_evidence(c, failure_files)),
         );
+        return (Origin::ThisChange, why);
+    }
+    // No pass to compare with, but the change touched what fails.
+    if let Some(change) = read.change.as_ref().filter(|c| c.error.is_none()) {
+        let hit = touched(change, failure_files);
+        if !hit.is_empty() {
+            return (
+                Origin::ThisChange,
+                vec![format!(
+                    "{subject} has no pass on record ({counts}), but the change ({}) touched {}, \
+                     which the failure names",
+                    change.source,
+                    listed(&hit)
+                )],
+            );
+        }
     }
     (
         Origin::Unknown,
@@ -178,7 +299,84 @@ mod tests {
                 recent,
                 ..History::default()
             },
+            change: None,
         }
+    }
+
+    #[test]
+    fn a_logged_file_is_the_changed_path_under_a_workspace_a_subproject_or_an_unknown_root() {
+        let changed = "web/src/basket.ts";
+        for logged in [
+            "web/src/basket.ts",
+            "./web/src/basket.ts",
+            "/home/runner/work/shop/shop/web/src/basket.ts",
+            "src/basket.ts",
+            "/srv/ci/checkout/web/src/basket.ts",
+            "web\\src\\basket.ts",
+        ] {
+            assert!(same_file(changed, logged), "{logged}");
+        }
+        for logged in [
+            "src/mybasket.ts",
+            "basket.ts.orig",
+            "/srv/other/basket.js",
+            "/srv/ci/web/src/basket.tsx",
+        ] {
+            assert!(!same_file(changed, logged), "{logged}");
+        }
+    }
+
+    #[test]
+    fn the_change_s_files_name_what_it_touched_and_decide_when_no_pass_is_on_record() {
+        let change = ChangedFiles {
+            source: "pull request #12".into(),
+            files: (0..8).map(|i| format!("src/m{i}.ts")).collect(),
+            truncated: true,
+            error: None,
+        };
+        let failing: Vec<String> = (0..7).map(|i| format!("src/m{i}.ts")).collect();
+        let mut h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        h.change = Some(change.clone());
+        let (o, why) = decide(Category::CodeError, Some(&h), &failing);
+        assert_eq!(o, Origin::ThisChange);
+        assert_eq!(
+            why[1],
+            "the change (pull request #12, 8 files read of more) touched `src/m0.ts`, `src/m1.ts`, \
+             `src/m2.ts`, `src/m3.ts`, `src/m4.ts`, 2 more, which the failure names"
+        );
+        // No pass on record: the touched files decide; none touched, unknown.
+        let mut first = read("bbbbbbb1", vec![outcome("failure", "bbbbbbb1", "5")]);
+        first.change = Some(change.clone());
+        assert_eq!(
+            decide(Category::TestFailure, Some(&first), &failing).0,
+            Origin::ThisChange
+        );
+        let elsewhere = vec!["lib/other.ts".to_string()];
+        assert_eq!(
+            decide(Category::TestFailure, Some(&first), &elsewhere).0,
+            Origin::Unknown
+        );
+        // An unread change never decides, and says why.
+        first.change = Some(ChangedFiles {
+            error: Some("GitHub answered 404".into()),
+            ..change
+        });
+        assert_eq!(
+            decide(Category::TestFailure, Some(&first), &failing).0,
+            Origin::Unknown
+        );
+        h.change = first.change.clone();
+        let (_, why) = decide(Category::CodeError, Some(&h), &failing);
+        assert!(
+            why[1].starts_with("the change's files were not read"),
+            "{why:?}"
+        );
     }
 
     #[test]
@@ -190,7 +388,7 @@ mod tests {
                 outcome("success", "aaaaaaa1", "4"),
             ],
         );
-        let (o, why) = decide(Category::TestFailure, Some(&h));
+        let (o, why) = decide(Category::TestFailure, Some(&h), &[]);
         assert_eq!(o, Origin::ThisChange, "{why:?}");
         assert!(
             why[0].contains("passed on aaaaaaa") && why[0].contains("new with this change"),
@@ -209,7 +407,7 @@ mod tests {
                 outcome("success", "aaaaaaa1", "4"),
             ],
         );
-        let (o, why) = decide(Category::CodeError, Some(&h));
+        let (o, why) = decide(Category::CodeError, Some(&h), &[]);
         assert_eq!(o, Origin::AlreadyFailing, "{why:?}");
         assert!(
             why[0].contains("build 5, commit bbbbbbb") && why[0].contains("3 failures in a row"),
@@ -228,7 +426,7 @@ mod tests {
                 outcome("failure", "aaaaaaa1", "4"),
             ],
         );
-        let (o, why) = decide(Category::TestFailure, Some(&h));
+        let (o, why) = decide(Category::TestFailure, Some(&h), &[]);
         assert_eq!(o, Origin::Flaky, "{why:?}");
         assert!(
             why[0].contains("this commit (bbbbbbb)") && why[0].contains("2 failures and 1 passes"),
@@ -247,7 +445,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            decide(Category::TestFailure, Some(&h)).0,
+            decide(Category::TestFailure, Some(&h), &[]).0,
             Origin::ThisChange
         );
     }
@@ -281,13 +479,16 @@ mod tests {
             ],
         );
         assert_eq!(
-            decide(Category::InfraError, Some(&h)).0,
+            decide(Category::InfraError, Some(&h), &[]).0,
             Origin::Infrastructure
         );
-        let (o, why) = decide(Category::CodeError, None);
+        let (o, why) = decide(Category::CodeError, None, &[]);
         assert_eq!(o, Origin::Unknown);
         assert_eq!(why, ["no history of the job was read"]);
         let first = read("bbbbbbb1", vec![outcome("failure", "bbbbbbb1", "5")]);
-        assert_eq!(decide(Category::CodeError, Some(&first)).0, Origin::Unknown);
+        assert_eq!(
+            decide(Category::CodeError, Some(&first), &[]).0,
+            Origin::Unknown
+        );
     }
 }

@@ -12,6 +12,7 @@ use base64::Engine as _;
 use faultline_shared::config::{
     self, ALLOWED_REPOSITORIES, AllowList, ConfigError, ExposeSecret, SecretString, Source, de,
 };
+use faultline_shared::tool;
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,6 +22,8 @@ use super::{ApiError, Gate, now_epoch, read_at_most, send_error, status_error};
 use crate::{http, tools::OUT_OF_SCOPE};
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// Files listed per page of a change's files (GitHub's maximum).
+const CHANGED_FILES_PAGE: usize = 100;
 const SERVICE: &str = "GitHub";
 
 /// `GITHUB_*` settings; GitHub is used only when `GITHUB_TOKEN` is set.
@@ -359,6 +362,78 @@ impl GithubClient {
         }
         let what = format!("commits of {}/{}", repo.0, repo.1);
         self.get_json(&what, url).await
+    }
+
+    /// The files the change under test touched: those of the open pull
+    /// request whose head is `sha` (`GET …/commits/{sha}/pulls`, then
+    /// `GET …/pulls/{n}/files`, 100 a page), else the commit's own
+    /// (`GET …/commits/{sha}`, 100 a page). At most `max` paths are read:
+    /// a change of 10,000 files is read as its first `max`, `truncated`.
+    pub async fn changed_files(
+        &self,
+        repo: &(String, String),
+        sha: &str,
+        max: usize,
+    ) -> Result<tool::ChangedFiles, ApiError> {
+        self.in_scope(repo)?;
+        let mut url = self.repo_url(repo, &["commits", sha, "pulls"]);
+        url.query_pairs_mut().append_pair("per_page", "30");
+        let what = format!("pull requests of commit {sha}");
+        let pulls = self.get_json(&what, url).await?;
+        let pull = pulls
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["state"] == "open")
+            .find_map(|p| p["number"].as_u64());
+        let (source, segments): (String, Vec<String>) = match pull {
+            Some(n) => (
+                format!("pull request #{n}"),
+                vec!["pulls".into(), n.to_string(), "files".into()],
+            ),
+            None => (
+                format!("commit {}", faultline_shared::text::truncate_chars(sha, 7)),
+                vec!["commits".into(), sha.into()],
+            ),
+        };
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let mut files = Vec::new();
+        let mut truncated = false;
+        for page in 1.. {
+            let mut url = self.repo_url(repo, &segments);
+            url.query_pairs_mut()
+                .append_pair("per_page", &CHANGED_FILES_PAGE.to_string())
+                .append_pair("page", &page.to_string());
+            let what = format!("files of {source}");
+            let body = self.get_json(&what, url).await?;
+            let listed = if pull.is_some() {
+                &body
+            } else {
+                &body["files"]
+            };
+            let listed = listed.as_array().cloned().unwrap_or_default();
+            let full = listed.len() >= CHANGED_FILES_PAGE;
+            files.extend(
+                listed
+                    .iter()
+                    .filter_map(|f| f["filename"].as_str())
+                    .map(str::to_string),
+            );
+            if files.len() >= max {
+                truncated = full || files.len() > max;
+                files.truncate(max);
+                break;
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(tool::ChangedFiles {
+            source,
+            files,
+            truncated,
+            error: None,
+        })
     }
 
     /// Code search restricted to one repository: `q` is `<query>

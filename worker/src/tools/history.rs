@@ -3,9 +3,12 @@
 //! first seen and the last passing commit. Without arguments it reads the
 //! history of the failing job and test.
 
+use std::sync::Arc;
+
 use faultline_shared::{
     storage::{
         events,
+        events::EventRow,
         history::{self, HistoryError},
     },
     tool::{self, History, Outcome},
@@ -15,11 +18,22 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolError, ToolName, timestamp};
+use crate::sources::github::{GithubClient, parse_repo};
+use faultline_shared::text::truncate_chars;
 
 /// Outcomes listed in an observation.
 const RECENT: i64 = 20;
 
-pub struct FailureHistory;
+/// Most paths of a change read with the history: a change of more is
+/// read as its first this many (`truncated`).
+pub const MAX_CHANGED_FILES: usize = 1000;
+
+/// Reads the history from Faultline's own database and, when GitHub is
+/// configured, the files the change under test touched.
+#[derive(Default)]
+pub struct FailureHistory {
+    pub github: Option<Arc<GithubClient>>,
+}
 
 /// The arguments of `failure_history`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -37,8 +51,9 @@ impl Tool for FailureHistory {
     fn name(&self) -> ToolName {
         ToolName::FailureHistory
     }
+    /// Local unless it also asks GitHub for the change's files.
     fn local(&self) -> bool {
-        true
+        self.github.is_none()
     }
     fn description(&self) -> &'static str {
         "History of a CI job and/or test: recent outcomes, consecutive failures, whether it is flaky \
@@ -52,7 +67,8 @@ impl Tool for FailureHistory {
         Box::pin(async move {
             let (mut job, mut test) = (args.job, args.test);
             let event = events::get(&ctx.pool, ctx.event_id).await?;
-            if job.is_none() && test.is_none() {
+            let own = job.is_none() && test.is_none();
+            if own {
                 job = event.as_ref().and_then(|e| e.job_name.clone());
                 test = event.as_ref().and_then(|e| e.test_name.clone());
             }
@@ -72,15 +88,44 @@ impl Tool for FailureHistory {
                     ),
                     other => ToolError::Failed(other.to_string()),
                 })?;
+            // The change's files, for the failure's own history only (a
+            // model asking about another job reads no change).
+            let change = match (&self.github, &event) {
+                (Some(gh), Some(e)) if own => changed_files(gh, e).await,
+                _ => None,
+            };
             let commit = event.and_then(|e| e.commit_sha);
             Ok(tool::FailureHistory {
                 job,
                 test,
                 commit,
                 history: observed(h),
+                change,
             })
         })
     }
+}
+
+/// The files the failing commit's change touched, from GitHub (a GitHub
+/// failure naming its repository and commit): `None` for another source;
+/// what GitHub refused (a 404, a rate limit past its wait, a repository
+/// outside the allow-list) is recorded as the change's `error`, and the
+/// history stands without it.
+async fn changed_files(gh: &GithubClient, event: &EventRow) -> Option<tool::ChangedFiles> {
+    if event.source != "github" {
+        return None;
+    }
+    let repo = event.repository.as_deref().and_then(parse_repo)?;
+    let sha = event.commit_sha.as_deref()?;
+    Some(
+        gh.changed_files(&repo, sha, MAX_CHANGED_FILES)
+            .await
+            .unwrap_or_else(|e| tool::ChangedFiles {
+                source: format!("commit {}", truncate_chars(sha, 7)),
+                error: Some(e.to_string()),
+                ..tool::ChangedFiles::default()
+            }),
+    )
 }
 
 /// The stored history in the observation's shape.

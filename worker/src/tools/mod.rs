@@ -223,7 +223,7 @@ impl ToolBelt {
             Arc::new(excerpt::LogExcerpt),
             Arc::new(knowledge::SearchKnowledge),
             Arc::new(similar::SimilarFailures),
-            Arc::new(history::FailureHistory),
+            Arc::new(history::FailureHistory::default()),
         ];
         Self {
             tools: tools.into_iter().map(Registered::of).collect(),
@@ -261,6 +261,14 @@ impl ToolBelt {
         jenkins: Option<Arc<JenkinsClient>>,
     ) -> Self {
         if let Some(gh) = github {
+            // The history also reads the change's files from GitHub.
+            for r in &mut self.tools {
+                if r.tool.name() == ToolName::FailureHistory {
+                    *r = Registered::of(Arc::new(history::FailureHistory {
+                        github: Some(gh.clone()),
+                    }));
+                }
+            }
             self.tools
                 .extend(github::tools(gh).into_iter().map(Registered::of));
         }
