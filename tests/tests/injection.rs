@@ -295,12 +295,17 @@ async fn assert_in_scope(what: &str, fakes: &Fakes) {
     for r in fakes.jenkins.received_requests().await.unwrap() {
         let p = r.url.path();
         let rest = p.strip_prefix(&format!("/job/{JOB}/")).unwrap_or("");
-        let ok = rest == "lastSuccessfulBuild/consoleText"
-            || rest
-                .strip_suffix("/consoleText")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let build = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        let console = rest == "lastSuccessfulBuild/consoleText"
+            || rest.strip_suffix("/consoleText").is_some_and(build);
+        // The failing build's changes (for the origin), and nothing else
+        // of its JSON.
+        let changes = rest.strip_suffix("/api/json").is_some_and(build)
+            && r.url.query().is_some_and(|q| {
+                q == "tree=changeSets[items[commitId,affectedPaths]],changeSet[items[commitId,affectedPaths]]"
+            });
         assert!(
-            ok && r.url.query().is_none(),
+            (console && r.url.query().is_none()) || changes,
             "{what}: Jenkins was asked for {}",
             r.url
         );

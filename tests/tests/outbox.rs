@@ -928,3 +928,112 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
     );
     assert_eq!(change["truncated"], true);
 }
+
+/// Jenkins: the build's changes (its JSON's `changeSets`, as a Pipeline
+/// with a Git SCM reports them) name the touched file the failure names;
+/// a build whose JSON Jenkins does not have (404) leaves a recorded
+/// fallback.
+#[tokio::test]
+async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
+    const REPOSITORY: &str = "https://github.com/octo/app.git";
+    let db = TestDb::new().await;
+    let jenkins = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/job/team/job/app/42/api/json"))
+        .and(header(
+            "authorization",
+            "Basic ZmF1bHRsaW5lOmplbmtpbnMtdG9rZW4tZm9yLXRlc3Rz",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "_class": "org.jenkinsci.plugins.workflow.job.WorkflowRun",
+            "changeSets": [{
+                "_class": "hudson.plugins.git.GitChangeSetList",
+                "items": [
+                    {"_class": "hudson.plugins.git.GitChangeSet",
+                     "commitId": "ccccccc333333333333333333333333333333333",
+                     "affectedPaths": ["docs/setup.md", "src/module2.ts"]},
+                    {"_class": "hudson.plugins.git.GitChangeSet",
+                     "commitId": "ccccccc333333333333333333333333333333334",
+                     "affectedPaths": ["src/module2.ts"]}
+                ]
+            }]
+        })))
+        .mount(&jenkins)
+        .await;
+    let url = format!("{}/", jenkins.uri());
+    let mut env = FAST_NOTIFY.to_vec();
+    env.extend([
+        ("JENKINS_URL", url.as_str()),
+        ("JENKINS_USER", "faultline"),
+        ("JENKINS_API_TOKEN", "jenkins-token-for-tests"),
+    ]);
+    let _worker = db.worker("w1", &env);
+    // Both jobs passed before.
+    for job in ["app", "lib"] {
+        let pass = storage::history::NewOutcome {
+            dedup_key: format!("jenkins:job/team/job/{job}/#40"),
+            source: "jenkins".into(),
+            job_name: Some(format!("team/{job}")),
+            repository: Some(REPOSITORY.into()),
+            commit_sha: Some("aaaaaaa111111111111111111111111111111111".into()),
+            build_number: Some("40".into()),
+            outcome: "success".into(),
+            ..storage::history::NewOutcome::default()
+        };
+        assert!(
+            storage::history::record_outcome(&db.pool, &pass)
+                .await
+                .unwrap()
+        );
+    }
+    let fails = |job: &str, build: &str, commit: &str| NewEvent {
+        dedup_key: format!("jenkins:job/team/job/{job}/#{build}"),
+        source: "jenkins".into(),
+        job_name: Some(format!("team/{job}")),
+        build_number: Some(build.into()),
+        repository: Some(REPOSITORY.into()),
+        commit_sha: Some(commit.into()),
+        payload: json!({"jenkins": {"job_url": format!("job/team/job/{job}/"), "phase": "COMPLETED", "status": "FAILURE"}}),
+        ..NewEvent::default()
+    };
+    let result = |run: Uuid| {
+        let pool = db.pool.clone();
+        async move {
+            wait_terminal(&pool, run, Duration::from_secs(60)).await;
+            let (result,): (Option<Value>,) =
+                sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
+                    .bind(run)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            result.unwrap()
+        }
+    };
+    let run = db
+        .ingest(
+            &fails("app", "42", "ccccccc333333333333333333333333333333334"),
+            type_errors(3).as_bytes(),
+            8,
+        )
+        .await;
+    let got = result(run).await;
+    assert_eq!(got["origin"], "this_change", "{got:#}");
+    assert_eq!(
+        got["origin_evidence"][1],
+        "the change (build 42, 2 files) touched `src/module2.ts`, which the failure names",
+        "{got:#}"
+    );
+    let run = db
+        .ingest(
+            &fails("lib", "43", "ddddddd444444444444444444444444444444444"),
+            type_errors(3).as_bytes(),
+            8,
+        )
+        .await;
+    let got = result(run).await;
+    let why = got["origin_evidence"][1].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("the change's files were not read (build 43)") && why.contains("404"),
+        "{got:#}"
+    );
+}

@@ -8,8 +8,10 @@ use std::{collections::VecDeque, time::Duration};
 use faultline_shared::config::{
     self, ALLOWED_JENKINS_JOBS, AllowList, ConfigError, ExposeSecret, SecretString, Source, de,
 };
+use faultline_shared::tool;
 use reqwest::{Response, Url};
 use serde::Deserialize;
+use serde_json::Value;
 use sqlx::PgPool;
 
 use super::{
@@ -107,6 +109,9 @@ pub struct Capped {
     pub total_bytes: Option<u64>,
     pub truncated: bool,
 }
+
+/// Most bytes of a build's JSON read for its changes.
+const MAX_BUILD_JSON: usize = 4 << 20;
 
 pub struct JenkinsClient {
     cfg: JenkinsConfig,
@@ -212,6 +217,70 @@ impl JenkinsClient {
         })
         .await;
         result
+    }
+
+    /// The files the build's changes touched, from its JSON
+    /// (`<build>/api/json?tree=…`: a Pipeline's `changeSets`, a freestyle
+    /// job's `changeSet`, each item's `affectedPaths`), for the build whose
+    /// console is `console`; at most `max` paths, more marked `truncated`.
+    /// Read at most 4 MB of it: a bigger answer is an error.
+    pub async fn changed_files(
+        &self,
+        console: &Url,
+        max: usize,
+    ) -> Result<tool::ChangedFiles, ApiError> {
+        let mut url = console.clone();
+        let build = url
+            .path_segments()
+            .and_then(|mut s| s.nth_back(1).map(str::to_string))
+            .unwrap_or_default();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop().push("api").push("json");
+        }
+        url.set_query(Some(
+            "tree=changeSets[items[commitId,affectedPaths]],changeSet[items[commitId,affectedPaths]]",
+        ));
+        let resp = self.open(&url).await?;
+        let text = read_at_most(resp, MAX_BUILD_JSON).await;
+        let body: Value = serde_json::from_str(&text).map_err(|e| ApiError::Permanent {
+            status: None,
+            message: format!(
+                "Jenkins build {build}'s JSON is not readable (over 4 MB, or not JSON): {e}"
+            ),
+        })?;
+        let sets = body["changeSets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(
+                body["changeSet"]
+                    .is_object()
+                    .then(|| body["changeSet"].clone()),
+            );
+        let mut files: Vec<String> = Vec::new();
+        let mut truncated = false;
+        for set in sets {
+            for item in set["items"].as_array().into_iter().flatten() {
+                for path in item["affectedPaths"].as_array().into_iter().flatten() {
+                    let Some(path) = path.as_str() else { continue };
+                    if files.iter().any(|f| f == path) {
+                        continue;
+                    }
+                    if files.len() >= max {
+                        truncated = true;
+                        continue;
+                    }
+                    files.push(path.to_string());
+                }
+            }
+        }
+        Ok(tool::ChangedFiles {
+            source: format!("build {build}"),
+            files,
+            truncated,
+            error: None,
+        })
     }
 
     /// Streams a console log, keeping at most `cap` bytes of one end.

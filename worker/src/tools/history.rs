@@ -18,7 +18,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolError, ToolName, timestamp};
-use crate::sources::github::{GithubClient, parse_repo};
+use crate::sources::{
+    github::{GithubClient, parse_repo},
+    jenkins::JenkinsClient,
+};
 use faultline_shared::text::truncate_chars;
 
 /// Outcomes listed in an observation.
@@ -33,6 +36,7 @@ pub const MAX_CHANGED_FILES: usize = 1000;
 #[derive(Default)]
 pub struct FailureHistory {
     pub github: Option<Arc<GithubClient>>,
+    pub jenkins: Option<Arc<JenkinsClient>>,
 }
 
 /// The arguments of `failure_history`.
@@ -51,9 +55,9 @@ impl Tool for FailureHistory {
     fn name(&self) -> ToolName {
         ToolName::FailureHistory
     }
-    /// Local unless it also asks GitHub for the change's files.
+    /// Local unless it also asks GitHub or Jenkins for the change's files.
     fn local(&self) -> bool {
-        self.github.is_none()
+        self.github.is_none() && self.jenkins.is_none()
     }
     fn description(&self) -> &'static str {
         "History of a CI job and/or test: recent outcomes, consecutive failures, whether it is flaky \
@@ -90,8 +94,8 @@ impl Tool for FailureHistory {
                 })?;
             // The change's files, for the failure's own history only (a
             // model asking about another job reads no change).
-            let change = match (&self.github, &event) {
-                (Some(gh), Some(e)) if own => changed_files(gh, e).await,
+            let change = match &event {
+                Some(e) if own => self.changed_files(ctx, e).await?,
                 _ => None,
             };
             let commit = event.and_then(|e| e.commit_sha);
@@ -106,26 +110,58 @@ impl Tool for FailureHistory {
     }
 }
 
-/// The files the failing commit's change touched, from GitHub (a GitHub
-/// failure naming its repository and commit): `None` for another source;
-/// what GitHub refused (a 404, a rate limit past its wait, a repository
-/// outside the allow-list) is recorded as the change's `error`, and the
-/// history stands without it.
-async fn changed_files(gh: &GithubClient, event: &EventRow) -> Option<tool::ChangedFiles> {
-    if event.source != "github" {
-        return None;
+impl FailureHistory {
+    /// The files the failure's change touched: a GitHub failure's from
+    /// GitHub (its repository and commit), a Jenkins failure's from its
+    /// build's changes; `None` when its source is not configured or the
+    /// failure names too little. What the CI source refused (a 404, a rate
+    /// limit past its wait, a job or repository outside the allow-list) is
+    /// recorded as the change's `error`, and the history stands without it.
+    async fn changed_files(
+        &self,
+        ctx: &ToolContext,
+        event: &EventRow,
+    ) -> Result<Option<tool::ChangedFiles>, ToolError> {
+        let unread = |source: String, e: crate::sources::ApiError| tool::ChangedFiles {
+            source,
+            error: Some(e.to_string()),
+            ..tool::ChangedFiles::default()
+        };
+        match (event.source.as_str(), &self.github, &self.jenkins) {
+            ("github", Some(gh), _) => {
+                let Some(repo) = event.repository.as_deref().and_then(parse_repo) else {
+                    return Ok(None);
+                };
+                let Some(sha) = event.commit_sha.as_deref() else {
+                    return Ok(None);
+                };
+                Ok(Some(
+                    gh.changed_files(&repo, sha, MAX_CHANGED_FILES)
+                        .await
+                        .unwrap_or_else(|e| {
+                            unread(format!("commit {}", truncate_chars(sha, 7)), e)
+                        }),
+                ))
+            }
+            ("jenkins", _, Some(jenkins)) => {
+                let payload = events::payload(&ctx.pool, ctx.event_id)
+                    .await?
+                    .unwrap_or_default();
+                let Some(console) = super::jenkins::failing_console(jenkins, Some(event), &payload)
+                else {
+                    return Ok(None);
+                };
+                let build = event.build_number.as_deref().unwrap_or("?");
+                Ok(Some(
+                    jenkins
+                        .changed_files(&console, MAX_CHANGED_FILES)
+                        .await
+                        .unwrap_or_else(|e| unread(format!("build {build}"), e)),
+                ))
+            }
+            _ => Ok(None),
+        }
     }
-    let repo = event.repository.as_deref().and_then(parse_repo)?;
-    let sha = event.commit_sha.as_deref()?;
-    Some(
-        gh.changed_files(&repo, sha, MAX_CHANGED_FILES)
-            .await
-            .unwrap_or_else(|e| tool::ChangedFiles {
-                source: format!("commit {}", truncate_chars(sha, 7)),
-                error: Some(e.to_string()),
-                ..tool::ChangedFiles::default()
-            }),
-    )
 }
 
 /// The stored history in the observation's shape.

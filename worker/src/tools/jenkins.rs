@@ -166,6 +166,22 @@ fn console_url(
     Ok(url)
 }
 
+/// The console of the failing build itself (the notification's console
+/// URL, else its job and build number), under `JENKINS_URL`.
+pub(super) fn failing_console(
+    jenkins: &JenkinsClient,
+    event: Option<&EventRow>,
+    payload: &Value,
+) -> Option<Url> {
+    let no_args = Args {
+        part: None,
+        max_bytes: None,
+        job: None,
+        build: None,
+    };
+    console_url(jenkins, &no_args, event, payload).ok()
+}
+
 /// The failure's own job under `JENKINS_URL` (`…/job/a/job/b`), from the
 /// notification's console URL, else its job URL, else the event's job
 /// name. Every URL here is built by the client's validated builders, so

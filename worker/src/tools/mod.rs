@@ -260,15 +260,18 @@ impl ToolBelt {
         github: Option<Arc<GithubClient>>,
         jenkins: Option<Arc<JenkinsClient>>,
     ) -> Self {
-        if let Some(gh) = github {
-            // The history also reads the change's files from GitHub.
+        // The history also reads the change's files from the CI source.
+        if github.is_some() || jenkins.is_some() {
             for r in &mut self.tools {
                 if r.tool.name() == ToolName::FailureHistory {
                     *r = Registered::of(Arc::new(history::FailureHistory {
-                        github: Some(gh.clone()),
+                        github: github.clone(),
+                        jenkins: jenkins.clone(),
                     }));
                 }
             }
+        }
+        if let Some(gh) = github {
             self.tools
                 .extend(github::tools(gh).into_iter().map(Registered::of));
         }
