@@ -480,6 +480,21 @@ pub struct FailureHistory {
     /// Jenkins is configured): what makes `this_change` name a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<ChangedFiles>,
+    /// The same failure (same fingerprint) in other repositories at the
+    /// same time, when there is any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// Failures of other repositories with this failure's fingerprint, near
+/// its time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Elsewhere {
+    pub repositories: i64,
+    pub failures: i64,
+    /// How near in time, either way.
+    pub within_minutes: i64,
 }
 
 /// The files a change touched, as its CI source lists them (bounded).

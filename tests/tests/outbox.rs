@@ -1037,3 +1037,52 @@ async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
         "{got:#}"
     );
 }
+
+/// Issue 32 item 1: the same failure (same fingerprint) in unrelated
+/// repositories at the same time is the infrastructure's, whatever its
+/// category: one other repository is not enough, two are.
+#[tokio::test]
+async fn the_same_failure_in_two_other_repositories_at_the_same_time_is_infrastructure() {
+    let db = TestDb::new().await;
+    let _worker = db.worker("w1", FAST_NOTIFY);
+    let log = "##[group]Run npm ci\n\
+               npm ERR! code ETARGET\n\
+               npm ERR! notarget No matching version found for shop-client@^4.2.0.\n\
+               npm ERR! notarget In most cases you or one of your dependencies are requesting\n\
+               npm ERR! notarget a package version that doesn't exist.\n\
+               ##[error]Process completed with exit code 1.\n";
+    let mut origins = Vec::new();
+    for repo in ["octo-org/shop", "octo-org/till", "octo-org/octo-repo"] {
+        let event = NewEvent {
+            dedup_key: format!("github:delivery:spread-{repo}"),
+            source: "github".into(),
+            job_name: Some("CI / install".into()),
+            repository: Some(repo.into()),
+            commit_sha: Some(HEAD_SHA.into()),
+            ..NewEvent::default()
+        };
+        let run = db.ingest(&event, log.as_bytes(), 8).await;
+        wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
+        let (result,): (Option<Value>,) =
+            sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
+                .bind(run)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        origins.push(result.unwrap());
+    }
+    assert_eq!(
+        origins[2]["category"], "DEPENDENCY_ERROR",
+        "{:#}",
+        origins[2]
+    );
+    assert_ne!(origins[1]["origin"], "infrastructure", "{:#}", origins[1]);
+    assert_eq!(origins[2]["origin"], "infrastructure", "{:#}", origins[2]);
+    let why = origins[2]["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.starts_with(
+            "the same failure (same fingerprint) failed in 2 other repositories within 60 minutes"
+        ),
+        "{why}"
+    );
+}

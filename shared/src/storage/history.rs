@@ -184,3 +184,35 @@ pub async fn history_in(
         .await?;
     Ok(h)
 }
+
+/// The same failure elsewhere at the same time: runs of other
+/// repositories whose failure has `run`'s fingerprint and arrived within
+/// `minutes` of it (what makes a failure the infrastructure's).
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct Spread {
+    pub repositories: i64,
+    pub failures: i64,
+}
+
+/// [`spread`]'s statement.
+pub(crate) static SPREAD: LazyLock<String> = LazyLock::new(|| {
+    "SELECT count(DISTINCT e.repository) AS repositories, count(*) AS failures
+     FROM analysis_runs r JOIN failure_events e ON e.id = r.event_id
+     JOIN analysis_runs me ON me.id = $1 JOIN failure_events mine ON mine.id = me.event_id
+     WHERE r.fingerprint = me.fingerprint AND r.id <> me.id AND r.shadow_of IS NULL
+       AND e.repository IS NOT NULL AND e.repository IS DISTINCT FROM mine.repository
+       AND e.received_at BETWEEN mine.received_at - make_interval(mins => $2)
+                             AND mine.received_at + make_interval(mins => $2)"
+        .to_string()
+});
+
+/// How many other repositories failed the way run `run` did (same
+/// fingerprint) within `minutes` of it; zero before its fingerprint is
+/// known.
+pub async fn spread(pool: &PgPool, run: uuid::Uuid, minutes: i32) -> sqlx::Result<Spread> {
+    sqlx::query_as(SPREAD.as_str())
+        .bind(run)
+        .bind(minutes)
+        .fetch_one(pool)
+        .await
+}

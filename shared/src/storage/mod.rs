@@ -89,11 +89,12 @@ pub(crate) fn qualified(columns: &str, alias: &str) -> String {
 /// checkpoint statement; see [`Statement`].
 #[doc(hidden)]
 pub fn built_statements() -> Vec<Statement> {
-    let named: [(&str, &'static str); 44] = [
+    let named: [(&str, &'static str); 45] = [
         ("events::GET", &events::GET),
         ("events::GET_WITH_PAYLOAD", &events::GET_WITH_PAYLOAD),
         ("history::HISTORY", &history::HISTORY),
         ("history::RECENT", &history::RECENT),
+        ("history::SPREAD", &history::SPREAD),
         ("pr_comments::CLAIM", &pr_comments::CLAIM),
         ("pr_comments::GET", &pr_comments::GET),
         ("pr_comments::JOBS", &pr_comments::JOBS),

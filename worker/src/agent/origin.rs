@@ -58,6 +58,10 @@ pub fn failure_files(specifics: &Specifics) -> Vec<String> {
     files
 }
 
+/// Other repositories failing the same way at the same time from which a
+/// failure is the infrastructure's.
+const OTHER_REPOSITORIES: i64 = 2;
+
 /// Most touched files named in a sentence.
 const NAMED_FILES: usize = 5;
 
@@ -152,6 +156,23 @@ pub fn decide(
             vec!["no history of the job was read".into()],
         );
     };
+    // The same failure in unrelated repositories at the same time: what
+    // they share is the machine, the network or a service.
+    if let Some(e) = read
+        .elsewhere
+        .as_ref()
+        .filter(|e| e.repositories >= OTHER_REPOSITORIES)
+    {
+        return (
+            Origin::Infrastructure,
+            vec![format!(
+                "the same failure (same fingerprint) failed in {} other repositories within {} \
+                 minutes of this one ({} failures): what they share is the machine, the network \
+                 or a service, not this change",
+                e.repositories, e.within_minutes, e.failures
+            )],
+        );
+    }
     let h = &read.history;
     let subject = match (&read.job, &read.test) {
         (_, Some(t)) => format!("test `{t}`"),
@@ -300,6 +321,7 @@ mod tests {
                 ..History::default()
             },
             change: None,
+            elsewhere: None,
         }
     }
 

@@ -27,6 +27,10 @@ use faultline_shared::text::truncate_chars;
 /// Outcomes listed in an observation.
 const RECENT: i64 = 20;
 
+/// How near in time (either way) another repository's failure with the
+/// same fingerprint counts as "at the same time".
+pub const SAME_TIME_MINUTES: i32 = 60;
+
 /// Most paths of a change read with the history: a change of more is
 /// read as its first this many (`truncated`).
 pub const MAX_CHANGED_FILES: usize = 1000;
@@ -98,6 +102,17 @@ impl Tool for FailureHistory {
                 Some(e) if own => self.changed_files(ctx, e).await?,
                 _ => None,
             };
+            // The same failure in other repositories at the same time.
+            let elsewhere = if own {
+                let s = history::spread(&ctx.pool, ctx.run_id, SAME_TIME_MINUTES).await?;
+                (s.repositories > 0).then_some(tool::Elsewhere {
+                    repositories: s.repositories,
+                    failures: s.failures,
+                    within_minutes: SAME_TIME_MINUTES.into(),
+                })
+            } else {
+                None
+            };
             let commit = event.and_then(|e| e.commit_sha);
             Ok(tool::FailureHistory {
                 job,
@@ -105,6 +120,7 @@ impl Tool for FailureHistory {
                 commit,
                 history: observed(h),
                 change,
+                elsewhere,
             })
         })
     }
