@@ -115,6 +115,9 @@ pub fn render(
             let detail = md(&one_line(j.rerun_detail.as_deref().unwrap_or_default()));
             let said = match state {
                 "refused" => format!("asked once, refused by the CI system ({detail})"),
+                "unanswered" => {
+                    format!("asked once, but no answer came before Faultline gave up ({detail})")
+                }
                 "done" => format!(
                     "the failed jobs were re-run once, as the failure looks {} ({detail})",
                     origin.label()
@@ -293,7 +296,7 @@ fn one_line(text: &str) -> String {
 
 /// Log text in Markdown, on one line after a label: no HTML, no mention,
 /// no link or image of its own, no emphasis or code span it did not mean.
-fn md(text: &str) -> String {
+pub fn md(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -652,8 +652,10 @@ async fn the_owners_of_the_failing_file_are_named_on_the_check_run_and_in_slack(
     let runs = checks.runs();
     assert_eq!(runs.len(), 2, "one check run per failure");
     let summary = |i: usize| runs[i].output["summary"].as_str().unwrap().to_string();
+    // Named, not mentioned (as in the pull-request comment).
+    let named = "@\u{200b}octo-org/frontend, @\u{200b}lena (CODEOWNERS line 2)";
     assert!(
-        summary(0).contains(&format!("**Owners of `src/module0.ts`:** {want}")),
+        summary(0).contains(&format!("**Owners of `src/module0.ts`:** {named}")),
         "{}",
         summary(0)
     );

@@ -30,6 +30,8 @@ struct FakeRuns(Arc<Mutex<RunsState>>);
 struct RunsState {
     /// Per run id: re-run requests received.
     reruns: BTreeMap<u64, usize>,
+    /// Per run id: re-runs started (requests answered 201).
+    started: BTreeMap<u64, usize>,
     /// Answers to give instead of 201 (status, message), per run id.
     refuse: BTreeMap<u64, (u16, String)>,
     /// The first re-run request of a run is answered this late.
@@ -70,6 +72,7 @@ impl Respond for FakeRuns {
                         "documentation_url": "https://docs.github.com/rest/actions/workflow-runs#re-run-failed-jobs-from-a-workflow-run",
                     }));
                 }
+                *st.started.entry(run).or_default() += 1;
                 let reply = ResponseTemplate::new(201).set_body_json(json!({}));
                 match st.slow_first.take() {
                     Some(delay) if n == 1 => reply.set_delay(delay),
@@ -80,7 +83,7 @@ impl Respond for FakeRuns {
                 "id": run, "name": "CI",
                 "status": if st.in_progress.contains(&run) { "in_progress" } else { "completed" },
                 "conclusion": if st.in_progress.contains(&run) { Value::Null } else { json!("failure") },
-                "run_attempt": 1 + st.reruns.get(&run).copied().unwrap_or(0),
+                "run_attempt": 1 + st.started.get(&run).copied().unwrap_or(0),
                 "head_sha": SHA,
             })),
             _ => ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"})),
@@ -353,5 +356,63 @@ async fn a_jenkins_infrastructure_failure_is_rebuilt_with_its_parameters() {
     assert_eq!(
         (journal[0].state.as_str(), journal[0].http_status),
         ("done", Some(201))
+    );
+}
+
+/// A re-run GitHub never answers (502 on every attempt): once the notifier
+/// gives up on the delivery, the journal says `unanswered`, with the last
+/// error, instead of `requested` for ever.
+#[tokio::test]
+async fn a_re_run_that_is_never_answered_is_unanswered_once_the_delivery_gives_up() {
+    let db = TestDb::new().await;
+    let runs = FakeRuns::default();
+    runs.0
+        .lock()
+        .unwrap()
+        .refuse
+        .insert(781, (502, "Server Error".into()));
+    let fake = MockServer::start().await;
+    Mock::given(path_regex("/check-runs"))
+        .respond_with(FakeChecks::default())
+        .mount(&fake)
+        .await;
+    Mock::given(path_regex(r"^/repos/octo/app/actions/runs/\d+"))
+        .respond_with(runs.clone())
+        .mount(&fake)
+        .await;
+    let api = fake.uri();
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITHUB_API_URL", api.as_str()),
+        ("NOTIFY_RERUN_REPOSITORIES", REPO),
+        ("NOTIFY_MAX_ATTEMPTS", "2"),
+        ("NOTIFY_RETRY_BASE", "100ms"),
+        ("NOTIFY_RETRY_MAX", "1s"),
+        ("NOTIFY_POLL_INTERVAL", "100ms"),
+    ];
+    let _worker = db.worker("w1", &env);
+    let run = db
+        .ingest(&github_event("CI / build", 781, 1), oom_log().as_bytes(), 8)
+        .await;
+    let journal = wait_until(Duration::from_secs(60), || async {
+        let journal = reruns(&db).await;
+        let answered = journal.first().is_some_and(|r| r.state != "requested");
+        answered.then_some(journal)
+    })
+    .await;
+    let status: String =
+        sqlx::query_scalar("SELECT status::text FROM notification_outbox WHERE run_id = $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "dead");
+    assert_eq!(runs.reruns(781), 2, "asked once per attempt, then given up");
+    let r = &journal[0];
+    assert_eq!(r.state, "unanswered", "{r:?}");
+    let detail = r.detail.as_deref().unwrap_or_default();
+    assert!(
+        detail.starts_with("no answer after 2 attempts") && detail.contains("502"),
+        "{r:?}"
     );
 }

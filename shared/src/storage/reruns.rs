@@ -28,7 +28,8 @@ pub struct Rerun {
     pub confidence: f32,
     /// Method and URL (no credentials).
     pub request: String,
-    /// `requested`, `done` or `refused`.
+    /// `requested`, `done`, `refused` or `unanswered` (the notifier gave
+    /// up on the delivery before the CI system answered).
     pub state: String,
     pub http_status: Option<i32>,
     pub detail: Option<String>,
@@ -164,4 +165,18 @@ pub async fn of_runs(pool: &PgPool, runs: &[Uuid]) -> sqlx::Result<Vec<Rerun>> {
         .bind(runs)
         .fetch_all(pool)
         .await
+}
+
+/// requested -> `unanswered` for every re-run of run `run` still waiting
+/// for an answer, when the notifier gives up on its delivery; how many.
+pub async fn give_up(pool: &PgPool, run: Uuid, detail: &str) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE reruns SET state = 'unanswered', detail = $2, answered_at = now()
+         WHERE run_id = $1 AND state = 'requested'",
+    )
+    .bind(run)
+    .bind(detail)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
 }

@@ -255,7 +255,8 @@ pub async fn github_check_run(
         summary.push_str(&format!(
             "\n**Owners of `{}`:** {}\n",
             o.path.replace('`', "'"),
-            o.who
+            // Named, not mentioned: a failure does not page a team.
+            faultline_shared::pr_comment::md(&o.who)
         ));
     }
     if run.status == RunStatus::NeedsReview {

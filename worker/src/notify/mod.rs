@@ -16,6 +16,7 @@ use faultline_shared::storage::{
     events, feedback,
     outbox::{self, AfterAttempt, Attempt, Claimed, RetryPolicy},
     pr_comments::{self, PrComment},
+    reruns,
     runs::{self, FINISHED_CHANNEL},
 };
 use serde_json::Value;
@@ -447,7 +448,10 @@ impl Notifier {
             }
             Ok(AfterAttempt::Dead) => {
                 faultline_shared::metrics::webhook_delivery("failed");
-                warn!(run_id = %row.run_id, delivery = %row.id, ?attempt, "notification dead-lettered")
+                warn!(run_id = %row.run_id, delivery = %row.id, ?attempt, "notification dead-lettered");
+                if let Attempt::Failed { error, .. } = &attempt {
+                    self.give_up_reruns(&row, error).await;
+                }
             }
             Ok(AfterAttempt::LockLost) => {
                 warn!(delivery = %row.id, "notification lock lapsed; another deliverer has it")
@@ -455,6 +459,35 @@ impl Notifier {
             Err(e) => {
                 warn!(delivery = %row.id, error = %e, "recording a notification attempt failed")
             }
+        }
+    }
+
+    /// A dead delivery leaves no re-run `requested` for ever: what it was
+    /// still waiting for is `unanswered`, and the pull-request comment of
+    /// its commit is written again to say so.
+    async fn give_up_reruns(&self, row: &Claimed, error: &str) {
+        let detail = format!(
+            "no answer after {} attempts: {}",
+            row.attempts + 1,
+            faultline_shared::text::truncate_chars(error, 500)
+        );
+        let outcome = async {
+            if reruns::give_up(&self.pool, row.run_id, &detail).await? == 0 {
+                return Ok(());
+            }
+            let Some(run) = runs::get(&self.pool, row.run_id).await? else {
+                return Ok(());
+            };
+            if let Some(e) = events::get(&self.pool, run.event_id).await?
+                && let (Some(repo), Some(sha)) = (&e.repository, &e.commit_sha)
+                && self.config.pr_comments.contains(repo)
+            {
+                pr_comments::touch_commit(&self.pool, repo, sha).await?;
+            }
+            Ok::<(), sqlx::Error>(())
+        };
+        if let Err(e) = outcome.await {
+            warn!(run_id = %row.run_id, error = %e, "recording an unanswered re-run failed");
         }
     }
 
