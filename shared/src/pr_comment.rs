@@ -582,4 +582,37 @@ mod tests {
             "https://ghe.example.com"
         );
     }
+
+    #[test]
+    fn a_re_run_s_state_is_said_in_its_failure_s_section() {
+        let infra = json!({"category": "INFRA_ERROR", "origin": "infrastructure",
+                           "root_cause": "Connection refused.", "fix": "Retry."});
+        for (state, detail, said) in [
+            (
+                "requested",
+                "",
+                "requested once; waiting for the CI system's answer",
+            ),
+            ("done", "run 9", "the failed jobs were re-run once"),
+            (
+                "refused",
+                "403: too old",
+                "asked once, refused by the CI system (403: too old)",
+            ),
+            (
+                "unanswered",
+                "no answer after 8 attempts: 502",
+                "asked once, but no answer came before Faultline gave up (no answer after 8 attempts: 502)",
+            ),
+        ] {
+            let mut e2e = job("CI / e2e", "fp-b", infra.clone());
+            e2e.rerun_state = Some(state.into());
+            e2e.rerun_detail = Some(detail.into());
+            let body = render(&comment(), &[e2e], "https://github.com", None, None);
+            assert!(
+                body.contains(&format!("**Re-run:** {said}")),
+                "{state}: {body}"
+            );
+        }
+    }
 }

@@ -65,7 +65,9 @@ impl Tool for FailureHistory {
     }
     fn description(&self) -> &'static str {
         "History of a CI job and/or test: recent outcomes, consecutive failures, whether it is flaky \
-         (passed and failed on the same commit), first seen, last passing commit. Defaults to the failing job and test."
+         (passed and failed on the same commit), first seen, last passing commit. Defaults to the failing job and test; then it also says how many other \
+         repositories failed the same way within the hour and, with GitHub or Jenkins configured, which \
+         files the change under test touched."
     }
     fn call<'a>(
         &'a self,
