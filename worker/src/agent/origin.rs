@@ -157,11 +157,15 @@ pub fn decide(
         );
     };
     // The same failure in unrelated repositories at the same time: what
-    // they share is the machine, the network or a service.
+    // they share is the machine, the network or a service. Not for a code
+    // error or a failed test: a fingerprint normalises files, numbers and
+    // quoted values away, so one kind of type error or of assertion in
+    // several repositories shares it by coincidence, not by cause.
     if let Some(e) = read
         .elsewhere
         .as_ref()
         .filter(|e| e.repositories >= OTHER_REPOSITORIES)
+        .filter(|_| !matches!(category, Category::CodeError | Category::TestFailure))
     {
         return (
             Origin::Infrastructure,
@@ -398,6 +402,37 @@ mod tests {
         assert!(
             why[1].starts_with("the change's files were not read"),
             "{why:?}"
+        );
+    }
+
+    #[test]
+    fn the_same_failure_in_other_repositories_is_infrastructure_unless_it_is_the_code_s_or_a_test_s()
+     {
+        let mut h = read(
+            "bbbbbbb1",
+            vec![
+                outcome("failure", "bbbbbbb1", "5"),
+                outcome("success", "aaaaaaa1", "4"),
+            ],
+        );
+        h.elsewhere = Some(faultline_shared::tool::Elsewhere {
+            repositories: 2,
+            failures: 3,
+            within_minutes: 60,
+        });
+        let (o, why) = decide(Category::DependencyError, Some(&h), &[]);
+        assert_eq!(o, Origin::Infrastructure, "{why:?}");
+        assert!(
+            why[0].contains("2 other repositories within 60 minutes"),
+            "{why:?}"
+        );
+        for own in [Category::CodeError, Category::TestFailure] {
+            assert_eq!(decide(own, Some(&h), &[]).0, Origin::ThisChange, "{own}");
+        }
+        h.elsewhere.as_mut().unwrap().repositories = 1;
+        assert_eq!(
+            decide(Category::DependencyError, Some(&h), &[]).0,
+            Origin::ThisChange
         );
     }
 
