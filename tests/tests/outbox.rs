@@ -377,16 +377,15 @@ async fn annotations_are_sent_once_when_github_loses_an_answer() {
 /// A failure of job `CI / build` of octo-org/octo-repo on `commit` (build
 /// `build`), analysed to the end; its run's result.
 async fn build_fails(db: &TestDb, commit: &str, build: &str) -> Value {
-    let event = NewEvent {
-        dedup_key: format!("github:delivery:origin-{build}"),
-        source: "github".into(),
-        job_name: Some("CI / build".into()),
-        build_number: Some(build.into()),
-        repository: Some("octo-org/octo-repo".into()),
-        commit_sha: Some(commit.into()),
-        ..NewEvent::default()
-    };
-    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
+    job_fails(db, "CI / build", commit, build).await
+}
+
+async fn build_passes(db: &TestDb, commit: &str, build: &str) {
+    job_passes(db, "CI / build", commit, build).await
+}
+
+/// The result of run `run` once it has finished.
+async fn finished_result(db: &TestDb, run: Uuid) -> Value {
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
     let (result,): (Option<Value>,) =
         sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
@@ -395,24 +394,6 @@ async fn build_fails(db: &TestDb, commit: &str, build: &str) -> Value {
             .await
             .unwrap();
     result.expect("a finished run has a result")
-}
-
-async fn build_passes(db: &TestDb, commit: &str, build: &str) {
-    let outcome = storage::history::NewOutcome {
-        dedup_key: format!("github:delivery:origin-pass-{build}"),
-        source: "github".into(),
-        job_name: Some("CI / build".into()),
-        repository: Some("octo-org/octo-repo".into()),
-        commit_sha: Some(commit.into()),
-        build_number: Some(build.into()),
-        outcome: "success".into(),
-        ..storage::history::NewOutcome::default()
-    };
-    assert!(
-        storage::history::record_outcome(&db.pool, &outcome)
-            .await
-            .unwrap()
-    );
 }
 
 #[tokio::test]
@@ -785,14 +766,7 @@ async fn job_fails(db: &TestDb, job: &str, commit: &str, build: &str) -> Value {
         ..NewEvent::default()
     };
     let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
-    wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
-    let (result,): (Option<Value>,) =
-        sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
-            .bind(run)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    result.expect("a finished run has a result")
+    finished_result(db, run).await
 }
 
 async fn job_passes(db: &TestDb, job: &str, commit: &str, build: &str) {
@@ -998,19 +972,6 @@ async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
         payload: json!({"jenkins": {"job_url": format!("job/team/job/{job}/"), "phase": "COMPLETED", "status": "FAILURE"}}),
         ..NewEvent::default()
     };
-    let result = |run: Uuid| {
-        let pool = db.pool.clone();
-        async move {
-            wait_terminal(&pool, run, Duration::from_secs(60)).await;
-            let (result,): (Option<Value>,) =
-                sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
-                    .bind(run)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            result.unwrap()
-        }
-    };
     let run = db
         .ingest(
             &fails("app", "42", "ccccccc333333333333333333333333333333334"),
@@ -1018,7 +979,7 @@ async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
             8,
         )
         .await;
-    let got = result(run).await;
+    let got = finished_result(&db, run).await;
     assert_eq!(got["origin"], "this_change", "{got:#}");
     assert_eq!(
         got["origin_evidence"][1],
@@ -1032,7 +993,7 @@ async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
             8,
         )
         .await;
-    let got = result(run).await;
+    let got = finished_result(&db, run).await;
     let why = got["origin_evidence"][1].as_str().unwrap_or_default();
     assert!(
         why.starts_with("the change's files were not read (build 43)") && why.contains("404"),
@@ -1064,14 +1025,7 @@ async fn the_same_failure_in_two_other_repositories_at_the_same_time_is_infrastr
             ..NewEvent::default()
         };
         let run = db.ingest(&event, log.as_bytes(), 8).await;
-        wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
-        let (result,): (Option<Value>,) =
-            sqlx::query_as("SELECT result FROM analysis_runs WHERE id = $1")
-                .bind(run)
-                .fetch_one(&db.pool)
-                .await
-                .unwrap();
-        origins.push(result.unwrap());
+        origins.push(finished_result(&db, run).await);
     }
     assert_eq!(
         origins[2]["category"], "DEPENDENCY_ERROR",
