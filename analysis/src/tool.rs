@@ -484,6 +484,22 @@ pub struct FailureHistory {
     /// same time, when there is any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elsewhere: Option<Elsewhere>,
+    /// The branch the failure ran on, as its source named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The same job (and test) on the branch the change is to land on —
+    /// the pull request's base, else the default branch — when the failure
+    /// says which: "already failing" means failing there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<BranchHistory>,
+}
+
+/// A job's history on one branch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BranchHistory {
+    pub branch: String,
+    pub history: History,
 }
 
 /// Failures of other repositories with this failure's fingerprint, near

@@ -753,6 +753,87 @@ impl wiremock::Respond for FakePulls {
     }
 }
 
+/// A failure of `CI / build` on `branch` whose change is to land on
+/// `main`, stored as the producer stores a GitHub delivery; its result.
+async fn branch_fails(db: &TestDb, branch: &str, commit: &str, build: &str) -> Value {
+    let event = NewEvent {
+        dedup_key: format!("github:delivery:branch-{build}"),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        build_number: Some(build.into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        payload: json!({"github": {"head_branch": branch, "target_branch": "main"}}),
+        ..NewEvent::default()
+    };
+    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
+    finished_result(db, run).await
+}
+
+async fn main_passes(db: &TestDb, commit: &str, build: &str) {
+    let outcome = storage::history::NewOutcome {
+        dedup_key: format!("github:delivery:branch-pass-{build}"),
+        source: "github".into(),
+        job_name: Some("CI / build".into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(commit.into()),
+        build_number: Some(build.into()),
+        branch: Some("main".into()),
+        outcome: "success".into(),
+        ..storage::history::NewOutcome::default()
+    };
+    assert!(
+        storage::history::record_outcome(&db.pool, &outcome)
+            .await
+            .unwrap()
+    );
+}
+
+/// Issue 32 item 1: "already failing" is failing on the branch the change
+/// is to land on. A pull request whose base is red since an earlier build
+/// is already failing, named there; a pull request whose own earlier
+/// commit failed while its base is green is this change.
+#[tokio::test]
+async fn already_failing_means_failing_on_the_target_branch() {
+    let sha = |c: char| c.to_string().repeat(40);
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+
+    main_passes(&db, &sha('a'), "1").await;
+    let red = branch_fails(&db, "main", &sha('b'), "2").await;
+    assert_eq!(red["origin"], "this_change", "{red:#}");
+    // The pull request fails the same way while main is red.
+    let pr = branch_fails(&db, "feature", &sha('c'), "3").await;
+    assert_eq!(pr["origin"], "already_failing", "{pr:#}");
+    let why = pr["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("job `CI / build` on `main` was failing before this change: since build 2, commit bbbbbbb")
+            && why.ends_with("last passed on aaaaaaa"),
+        "{why}"
+    );
+    // main is green again; the pull request fails on two commits in a
+    // row: its own change, not main's.
+    main_passes(&db, &sha('d'), "4").await;
+    let first = branch_fails(&db, "feature", &sha('e'), "5").await;
+    assert_eq!(first["origin"], "this_change", "{first:#}");
+    let again = branch_fails(&db, "feature", &sha('f'), "6").await;
+    assert_eq!(again["origin"], "this_change", "{again:#}");
+    // The history read says which branch the failure ran on.
+    let (observation,): (Value,) = sqlx::query_as(
+        "SELECT s.observation FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id
+         JOIN failure_events e ON e.id = r.event_id
+         WHERE e.build_number = '6' AND s.action = 'failure_history'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(observation["branch"], "feature", "{observation:#}");
+    assert_eq!(observation["target"]["branch"], "main");
+    assert_eq!(observation["target"]["history"]["passes"], 2);
+    assert_eq!(observation["target"]["history"]["failures"], 1);
+}
+
 /// A GitHub failure of job `job` on `commit` whose log is three type
 /// errors in `src/module0.ts` … `src/module2.ts`; its result.
 async fn job_fails(db: &TestDb, job: &str, commit: &str, build: &str) -> Value {

@@ -130,6 +130,11 @@ pub struct GithubTarget {
     /// job, and for a pull request from a fork).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pull_requests: Vec<u64>,
+    /// The branch the change is to land on: the first pull request's base
+    /// (`workflow_run.pull_requests[].base.ref`), else the repository's
+    /// default branch. "Already failing" is measured there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_branch: Option<String>,
     /// API URL of the log (a zip for a run, plain text for a job).
     pub logs_url: String,
     pub html_url: Option<String>,
@@ -156,6 +161,7 @@ impl GithubTarget {
         check_opt("workflow_job.name", self.job_name.as_deref(), MAX_NAME)?;
         check_text("head_sha", &self.head_sha, 64)?;
         check_opt("head_branch", self.head_branch.as_deref(), 255)?;
+        check_opt("target_branch", self.target_branch.as_deref(), 255)?;
         check_text("logs_url", &self.logs_url, MAX_URL)?;
         check_opt("html_url", self.html_url.as_deref(), MAX_URL)?;
         check_opt("conclusion", self.conclusion.as_deref(), 64)?;
@@ -179,6 +185,7 @@ impl GithubTarget {
 struct Repository {
     full_name: String,
     url: String,
+    default_branch: Option<String>,
 }
 
 /// A `workflow_run` delivery (only the fields we use; GitHub sends many more).
@@ -209,11 +216,23 @@ struct WorkflowRun {
 #[derive(Debug, Deserialize)]
 struct PullRequestRef {
     number: u64,
+    base: Option<BranchRef>,
+}
+
+/// A pull request's `base` (or `head`): the branch by name.
+#[derive(Debug, Deserialize)]
+struct BranchRef {
+    #[serde(rename = "ref")]
+    name: Option<String>,
 }
 
 impl WorkflowRunEvent {
     fn target(self) -> GithubTarget {
         let run = self.workflow_run;
+        let base = run
+            .pull_requests
+            .iter()
+            .find_map(|p| p.base.as_ref().and_then(|b| b.name.clone()));
         GithubTarget {
             kind: "workflow_run",
             action: self.action,
@@ -236,6 +255,7 @@ impl WorkflowRunEvent {
                 .map(|p| p.number)
                 .take(20)
                 .collect(),
+            target_branch: base.or(self.repository.default_branch),
             logs_url: run.logs_url,
             html_url: run.html_url,
         }
@@ -297,6 +317,7 @@ impl WorkflowJobEvent {
             head_sha: job.head_sha,
             head_branch: job.head_branch,
             pull_requests: Vec::new(),
+            target_branch: self.repository.default_branch,
             logs_url,
             html_url: job.html_url,
         }

@@ -77,7 +77,8 @@ pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
         "console_url": console_url,
         "phase": build.phase,
         "status": status,
-        "branch": scm.and_then(|s| s.branch.as_deref()),
+        "branch": scm.and_then(|s| s.branch.as_deref()).map(branch_name),
+        "target_branch": target_branch(build.parameters.as_ref()),
         "parameters": build.parameters,
         "log_inline": !log.is_empty(),
     }});
@@ -141,6 +142,24 @@ impl Body {
     }
 }
 
+/// A branch as Git names it locally: the Git plugin reports the remote's
+/// (`origin/main`, `refs/remotes/origin/main`) or the full ref
+/// (`refs/heads/main`).
+fn branch_name(branch: &str) -> &str {
+    let b = branch.strip_prefix("refs/remotes/").unwrap_or(branch);
+    let b = b.strip_prefix("refs/heads/").unwrap_or(b);
+    b.strip_prefix("origin/").unwrap_or(b)
+}
+
+/// The branch a pull-request build's change is to land on: a multibranch
+/// pipeline's `CHANGE_TARGET`, when the build passes it as a parameter.
+fn target_branch(parameters: Option<&Value>) -> Option<&str> {
+    parameters?
+        .get("CHANGE_TARGET")?
+        .as_str()
+        .filter(|t| !t.is_empty() && t.len() <= 255)
+}
+
 /// The job's identity: its absolute URL (the build's `full_url` without the
 /// trailing build number) when known, else the relative `url`, else the name.
 fn job_id(n: &Body) -> String {
@@ -183,6 +202,33 @@ mod tests {
         // A build number that is only a suffix of the last segment is not stripped.
         let n = notification(Some("https://ci.example.com/job/x1812/"), None);
         assert_eq!(job_id(&n), "ledger-api");
+    }
+
+    #[test]
+    fn the_branch_is_named_as_git_names_it_locally_and_the_target_comes_from_change_target() {
+        let body = |branch: &str, parameters: Value| {
+            json!({"name": "api", "build": {"number": 3, "phase": "COMPLETED", "status": "FAILURE",
+                   "scm": {"branch": branch}, "parameters": parameters}})
+            .to_string()
+        };
+        for (sent, local) in [
+            ("origin/main", "main"),
+            ("refs/remotes/origin/feature/x", "feature/x"),
+            ("refs/heads/main", "main"),
+            ("PR-12", "PR-12"),
+        ] {
+            let Ok(Notification::Failed(b)) =
+                parse(body(sent, json!({"CHANGE_TARGET": "main"})).as_bytes())
+            else {
+                panic!("{sent}: a failed build");
+            };
+            assert_eq!(b.payload["jenkins"]["branch"], local, "{sent}");
+            assert_eq!(b.payload["jenkins"]["target_branch"], "main");
+        }
+        let Ok(Notification::Failed(b)) = parse(body("main", json!({"X": 1})).as_bytes()) else {
+            panic!("a failed build");
+        };
+        assert!(b.payload["jenkins"]["target_branch"].is_null());
     }
 
     #[test]

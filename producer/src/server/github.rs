@@ -116,6 +116,7 @@ async fn record_pass(
         repository: Some(target.repository.clone()),
         commit_sha: Some(target.head_sha.clone()),
         build_number: Some(target.run_id.to_string()),
+        branch: target.head_branch.clone(),
         outcome: PASSED.into(),
         ..NewOutcome::default()
     };

@@ -35,6 +35,8 @@ pub struct NewOutcome {
     pub repository: Option<String>,
     pub commit_sha: Option<String>,
     pub build_number: Option<String>,
+    /// The branch the outcome was on, as the source names it.
+    pub branch: Option<String>,
     /// `success` or `failure`. A failure that was ingested as an event is
     /// already history: record failures here only when they were not.
     pub outcome: String,
@@ -49,8 +51,8 @@ pub async fn record_outcome(pool: &PgPool, o: &NewOutcome) -> Result<bool, Histo
         return Err(HistoryError::BadOutcome(o.outcome.clone()));
     }
     let inserted = sqlx::query(
-        "INSERT INTO ci_outcomes (dedup_key, source, job_name, test_name, repository, commit_sha, build_number, outcome)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (dedup_key) DO NOTHING",
+        "INSERT INTO ci_outcomes (dedup_key, source, job_name, test_name, repository, commit_sha, build_number, outcome, branch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (dedup_key) DO NOTHING",
     )
     .bind(&o.dedup_key)
     .bind(&o.source)
@@ -60,6 +62,7 @@ pub async fn record_outcome(pool: &PgPool, o: &NewOutcome) -> Result<bool, Histo
     .bind(&o.commit_sha)
     .bind(&o.build_number)
     .bind(&o.outcome)
+    .bind(&o.branch)
     .execute(pool)
     .await?
     .rows_affected();
@@ -98,18 +101,20 @@ pub struct History {
 }
 
 /// Every outcome of `$1` (job) and/or `$2` (test), in repository `$3` when
-/// given, up to `$4` when given: failures from events, the rest from
-/// `ci_outcomes`.
+/// given, up to `$4` when given, on branch `$5` when given: failures from
+/// events, the rest from `ci_outcomes`.
 const OUTCOMES: &str = "WITH o AS (
         SELECT received_at AS at, 'failure'::text AS outcome, commit_sha, build_number, source
         FROM failure_events
         WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2)
           AND ($3::text IS NULL OR repository = $3) AND ($4::timestamptz IS NULL OR received_at <= $4)
+          AND ($5::text IS NULL OR branch = $5)
         UNION ALL
         SELECT recorded_at, outcome, commit_sha, build_number, source
         FROM ci_outcomes
         WHERE ($1::text IS NULL OR job_name = $1) AND ($2::text IS NULL OR test_name = $2)
-          AND ($3::text IS NULL OR repository = $3) AND ($4::timestamptz IS NULL OR recorded_at <= $4))";
+          AND ($3::text IS NULL OR repository = $3) AND ($4::timestamptz IS NULL OR recorded_at <= $4)
+          AND ($5::text IS NULL OR branch = $5))";
 
 /// [`history`]'s statement.
 pub(crate) static HISTORY: LazyLock<String> = LazyLock::new(|| {
@@ -132,7 +137,7 @@ pub(crate) static HISTORY: LazyLock<String> = LazyLock::new(|| {
 /// [`history`]'s statement of the recent outcomes.
 pub(crate) static RECENT: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $5"
+        "{OUTCOMES} SELECT at, outcome, commit_sha, build_number, source FROM o ORDER BY at DESC LIMIT $6"
     )
 });
 
@@ -148,11 +153,13 @@ pub async fn history(
 
 /// Where and until when a history is read: one repository's outcomes (a
 /// job of the same name elsewhere is another job), up to a moment (what a
-/// failure's analysis may call "before").
+/// failure's analysis may call "before"), on one branch (a change's target
+/// branch: what "already failing" is measured on).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scope<'a> {
     pub repository: Option<&'a str>,
     pub until: Option<DateTime<Utc>>,
+    pub branch: Option<&'a str>,
 }
 
 /// [`history`] within `scope`.
@@ -171,6 +178,7 @@ pub async fn history_in(
         .bind(test)
         .bind(scope.repository)
         .bind(scope.until)
+        .bind(scope.branch)
         .fetch_one(pool)
         .await?;
     h.flaky = !h.flaky_commits.is_empty();
@@ -179,6 +187,7 @@ pub async fn history_in(
         .bind(test)
         .bind(scope.repository)
         .bind(scope.until)
+        .bind(scope.branch)
         .bind(recent)
         .fetch_all(pool)
         .await?;

@@ -343,3 +343,72 @@ async fn a_repository_that_is_not_owner_slash_name_or_an_overlong_delivery_is_re
     assert_eq!(err["detail"], "head_branch: contains a NUL character");
     assert_eq!(count(&db, "failure_events").await, 0);
 }
+
+/// Issue 32: a failure is stored with its branch and the branch its change
+/// is to land on (the pull request's base, else the repository's default
+/// branch), and a pass with its branch: "already failing" is read there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failure_keeps_its_branch_and_its_target_and_a_pass_its_branch() {
+    let db = TestDb::new().await;
+    let server = Server::start(&db, &[]).await;
+    let mut run = fixture("github-workflow-run-failure.json");
+    run["workflow_run"]["head_branch"] = json!("fix/ledger");
+    run["workflow_run"]["pull_requests"] = json!([{
+        "url": "https://api.github.com/repos/octo-org/ledger-api/pulls/12",
+        "id": 1200, "number": 12,
+        "head": {"ref": "fix/ledger", "sha": "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+                 "repo": {"id": 1, "url": "https://api.github.com/repos/octo-org/ledger-api", "name": "ledger-api"}},
+        "base": {"ref": "release/2.x", "sha": "0123456789abcdef0123456789abcdef01234567",
+                 "repo": {"id": 1, "url": "https://api.github.com/repos/octo-org/ledger-api", "name": "ledger-api"}}
+    }]);
+    let (status, body) = server
+        .github(
+            "workflow_run",
+            "branch-1",
+            &bytes(&run),
+            Some(GITHUB_SECRET),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    // A job's delivery names no pull request: the default branch.
+    let mut job = fixture("github-workflow-job-timed-out.json");
+    job["workflow_job"]["head_branch"] = json!("spike");
+    job["repository"]["default_branch"] = json!("trunk");
+    let (status, body) = server
+        .github(
+            "workflow_job",
+            "branch-2",
+            &bytes(&job),
+            Some(GITHUB_SECRET),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let stored: Vec<(Option<String>, Value)> = sqlx::query_as(
+        "SELECT branch, payload #> '{github,target_branch}' FROM failure_events ORDER BY received_at",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        stored,
+        vec![
+            (Some("fix/ledger".into()), json!("release/2.x")),
+            (Some("spike".into()), json!("trunk")),
+        ]
+    );
+    job["workflow_job"]["conclusion"] = json!("success");
+    let (status, body) = server
+        .github(
+            "workflow_job",
+            "branch-3",
+            &bytes(&job),
+            Some(GITHUB_SECRET),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let branch: Option<String> = sqlx::query_scalar("SELECT branch FROM ci_outcomes")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(branch.as_deref(), Some("spike"));
+}

@@ -6,7 +6,7 @@
 
 use faultline_shared::{
     Category, Origin, Specifics, StepRecord,
-    tool::{ChangedFiles, FailureHistory, Observed},
+    tool::{ChangedFiles, FailureHistory, History, Observed},
 };
 
 use crate::tools::ToolName;
@@ -135,6 +135,38 @@ fn change_evidence(change: &ChangedFiles, failure_files: &[String]) -> Option<St
     })
 }
 
+/// Why `h` (newest first) shows `subject` failing before `commit` and not
+/// passing since: the first failure of the current streak on another
+/// commit, its build and commit, the streak's length, the last pass.
+fn already_failing(h: &History, commit: Option<&str>, subject: &str) -> Option<String> {
+    // The failures since the last pass, newest first.
+    let streak: Vec<_> = h
+        .recent
+        .iter()
+        .take_while(|o| o.outcome != "success")
+        .filter(|o| o.outcome == "failure")
+        .collect();
+    let first = streak
+        .iter()
+        .rev()
+        .find(|o| o.commit_sha.as_deref().is_some_and(|c| Some(c) != commit))?;
+    let build = first
+        .build_number
+        .as_deref()
+        .map(|b| format!("build {b}, "))
+        .unwrap_or_default();
+    let since_pass = match &h.last_passing_commit {
+        Some(c) => format!("; it last passed on {}", short(c)),
+        None => "; no pass is recorded".into(),
+    };
+    Some(format!(
+        "{subject} was failing before this change: since {build}commit {} ({}), {} failures in a row{since_pass}",
+        short(first.commit_sha.as_deref().unwrap_or("?")),
+        first.at,
+        h.consecutive_failures.max(streak.len() as i64),
+    ))
+}
+
 /// The origin of a failure of `category` and the facts that decided it:
 /// from the job's history and, when it was read with it, the change's
 /// files against `failure_files` (the files the failure names: its
@@ -194,36 +226,14 @@ pub fn decide(
             )],
         );
     }
-    // The failures since the last pass, newest first.
-    let streak: Vec<_> = h
-        .recent
-        .iter()
-        .take_while(|o| o.outcome != "success")
-        .filter(|o| o.outcome == "failure")
-        .collect();
-    let earlier = streak
-        .iter()
-        .rev()
-        .find(|o| o.commit_sha.as_deref().is_some_and(|c| Some(c) != commit));
-    if let Some(first) = earlier {
-        let build = first
-            .build_number
-            .as_deref()
-            .map(|b| format!("build {b}, "))
-            .unwrap_or_default();
-        let since_pass = match &h.last_passing_commit {
-            Some(c) => format!("; it last passed on {}", short(c)),
-            None => "; no pass is recorded".into(),
-        };
-        return (
-            Origin::AlreadyFailing,
-            vec![format!(
-                "{subject} was failing before this change: since {build}commit {} ({}), {} failures in a row{since_pass}",
-                short(first.commit_sha.as_deref().unwrap_or("?")),
-                first.at,
-                h.consecutive_failures.max(streak.len() as i64),
-            )],
-        );
+    // Already failing where the change is to land (the pull request's
+    // base, else the default branch) when the failure says which branch
+    // that is; else anywhere in the job's history.
+    if let Some(why) = match &read.target {
+        Some(t) => already_failing(&t.history, commit, &format!("{subject} on `{}`", t.branch)),
+        None => already_failing(h, commit, &subject),
+    } {
+        return (Origin::AlreadyFailing, vec![why]);
     }
     if h.flaky_commits.len() >= FLIPS {
         return (
@@ -281,7 +291,7 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use faultline_shared::tool::{History, Outcome};
+    use faultline_shared::tool::{BranchHistory, History, Outcome};
 
     fn outcome(outcome: &str, commit: &str, build: &str) -> Outcome {
         Outcome {
@@ -326,7 +336,56 @@ mod tests {
             },
             change: None,
             elsewhere: None,
+            branch: None,
+            target: None,
         }
+    }
+
+    #[test]
+    fn already_failing_is_measured_on_the_target_branch_when_the_failure_names_one() {
+        // The pull request's own earlier commit failed too; the base
+        // branch passed last: the change broke it, whatever the branch did.
+        let mut pr = read(
+            "ccccccc1",
+            vec![
+                outcome("failure", "ccccccc1", "7"),
+                outcome("failure", "bbbbbbb1", "6"),
+                outcome("success", "aaaaaaa1", "5"),
+            ],
+        );
+        assert_eq!(
+            decide(Category::TestFailure, Some(&pr), &[]).0,
+            Origin::AlreadyFailing,
+            "without a branch, the whole history counts"
+        );
+        pr.branch = Some("feature".into());
+        pr.target = Some(BranchHistory {
+            branch: "main".into(),
+            history: read("ccccccc1", vec![outcome("success", "aaaaaaa1", "5")]).history,
+        });
+        let (o, why) = decide(Category::TestFailure, Some(&pr), &[]);
+        assert_eq!(o, Origin::ThisChange, "{why:?}");
+        // The base branch fails since build 3 and has not passed since.
+        pr.target = Some(BranchHistory {
+            branch: "main".into(),
+            history: read(
+                "ccccccc1",
+                vec![
+                    outcome("failure", "9999999a", "4"),
+                    outcome("failure", "8888888a", "3"),
+                    outcome("success", "7777777a", "2"),
+                ],
+            )
+            .history,
+        });
+        let (o, why) = decide(Category::TestFailure, Some(&pr), &[]);
+        assert_eq!(o, Origin::AlreadyFailing);
+        assert!(
+            why[0].starts_with(
+                "job `CI / test` on `main` was failing before this change: since build 3, commit 8888888"
+            ) && why[0].ends_with("2 failures in a row; it last passed on 7777777"),
+            "{why:?}"
+        );
     }
 
     #[test]

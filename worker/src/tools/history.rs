@@ -88,16 +88,47 @@ impl Tool for FailureHistory {
             let scope = history::Scope {
                 repository: event.as_ref().and_then(|e| e.repository.as_deref()),
                 until: event.as_ref().map(|e| e.received_at),
+                branch: None,
             };
-            let h = history::history_in(&ctx.pool, job.as_deref(), test.as_deref(), scope, RECENT)
-                .await
-                .map_err(|e| match e {
-                    HistoryError::Database(db) => ToolError::from(db),
-                    HistoryError::NoSubject => ToolError::Invalid(
-                        "the failure names no job or test: pass \"job\" or \"test\"".into(),
+            let read = |scope| {
+                let (job, test) = (job.as_deref(), test.as_deref());
+                async move {
+                    history::history_in(&ctx.pool, job, test, scope, RECENT)
+                        .await
+                        .map_err(|e| match e {
+                            HistoryError::Database(db) => ToolError::from(db),
+                            HistoryError::NoSubject => ToolError::Invalid(
+                                "the failure names no job or test: pass \"job\" or \"test\"".into(),
+                            ),
+                            other => ToolError::Failed(other.to_string()),
+                        })
+                }
+            };
+            let h = read(scope).await?;
+            // The failure's branch and the one its change is to land on, as
+            // its source sent them; the job's history there is what
+            // "already failing" is measured on.
+            let (branch, target_branch) = if own && event.is_some() {
+                let payload = events::payload(&ctx.pool, ctx.event_id)
+                    .await?
+                    .unwrap_or_default();
+                branches(&payload)
+            } else {
+                (None, None)
+            };
+            let target = match &target_branch {
+                Some(b) => Some(tool::BranchHistory {
+                    branch: b.clone(),
+                    history: observed(
+                        read(history::Scope {
+                            branch: Some(b),
+                            ..scope
+                        })
+                        .await?,
                     ),
-                    other => ToolError::Failed(other.to_string()),
-                })?;
+                }),
+                None => None,
+            };
             // The change's files, for the failure's own history only (a
             // model asking about another job reads no change).
             let change = match &event {
@@ -123,6 +154,8 @@ impl Tool for FailureHistory {
                 history: observed(h),
                 change,
                 elsewhere,
+                branch,
+                target,
             })
         })
     }
@@ -180,6 +213,29 @@ impl FailureHistory {
             _ => Ok(None),
         }
     }
+}
+
+/// The branch a failure ran on and the one its change is to land on, from
+/// its stored payload (GitHub: `head_branch` and the pull request's base or
+/// the default branch; Jenkins: `scm.branch` and a `CHANGE_TARGET`
+/// parameter). No target without a branch: a failure whose own branch is
+/// unknown cannot be told to be on it or not.
+fn branches(payload: &serde_json::Value) -> (Option<String>, Option<String>) {
+    let source = payload
+        .get("github")
+        .or_else(|| payload.get("jenkins"))
+        .cloned()
+        .unwrap_or_default();
+    let text = |k: &str| {
+        source
+            .get(k)
+            .and_then(|v| v.as_str())
+            .filter(|b| !b.is_empty())
+            .map(str::to_string)
+    };
+    let branch = text("branch").or_else(|| text("head_branch"));
+    let target = branch.as_ref().and(text("target_branch"));
+    (branch, target)
 }
 
 /// The stored history in the observation's shape.
