@@ -909,6 +909,52 @@ fn go_test_testify_subtest() {
 }
 
 #[test]
+fn go_test_messages_are_the_test_s_not_the_compiler_s() {
+    // t.Errorf prints `file_test.go:N: message`: words a compiler uses too
+    // ("expected", "missing", "invalid") are the test's there.
+    let d = diagnosed(
+        "=== RUN   TestTotal\n\
+         \x20   basket_test.go:18: expected 3 items, got 2\n\
+         \x20   basket_test.go:19: missing discount line\n\
+         --- FAIL: TestTotal (0.00s)\n\
+         FAIL\n\
+         FAIL\tgithub.com/acme/shop/basket\t0.004s",
+        Category::TestFailure,
+    );
+    failing(&d, "TestTotal");
+    // With a directory or a column it is the compiler's, test file or not.
+    diagnosed(
+        "# github.com/acme/shop/basket [github.com/acme/shop/basket.test]\n\
+         ./basket_test.go:18:2: undefined: newBasket",
+        Category::CodeError,
+    );
+}
+
+#[test]
+fn mockito_and_scalatest_failures_are_expectations() {
+    for log in [
+        "verifiesTheSave(com.acme.shop.OrderServiceTest)  Time elapsed: 0.02 sec  <<< FAILURE!\n\
+         Wanted but not invoked:\n\
+         orderRepository.save(<any>);\n\
+         -> at com.acme.shop.OrderServiceTest.verifiesTheSave(OrderServiceTest.java:41)",
+        "savesOnce(com.acme.shop.OrderServiceTest)  Time elapsed: 0.01 sec  <<< FAILURE!\n\
+         org.mockito.exceptions.verification.TooManyActualInvocations: \n\
+         orderRepository.save(<any>);\n\
+         Wanted 1 time:",
+        "[info] - adds up *** FAILED ***\n\
+         [info]   org.scalatest.exceptions.TestFailedException: 3 did not equal 4\n\
+         [info] Tests: succeeded 2, failed 1, canceled 0, ignored 0, pending 0",
+    ] {
+        let d = diagnosed(log, Category::TestFailure);
+        assert!(
+            d.findings.iter().any(|f| f.kind == Kind::Assertion),
+            "{log}: {:#?}",
+            d.findings
+        );
+    }
+}
+
+#[test]
 fn go_build_error() {
     let d = diagnosed(
         "# github.com/acme/tempo/internal/clock\n\
@@ -2064,4 +2110,28 @@ fn a_service_the_environment_was_to_provide_is_down_or_reached_with_the_wrong_ac
     ] {
         diagnosed(line, Category::ConfigError);
     }
+}
+
+#[test]
+fn runtimes_and_platforms_the_configuration_asks_for_and_the_machine_lacks() {
+    for log in [
+        // pip refusing a package's Requires-Python.
+        "ERROR: Package 'shopcart' requires a different Python: 2.7.18 not in '>=3.8'",
+        // The Android SDK platform or licence the build names.
+        "> Failed to find target with hash string 'android-33' in: /opt/android-sdk",
+        "> You have not accepted the license agreements of the following SDK components:\n  [Android SDK Build-Tools 33.0.1].",
+        // dash, with its path, on a command the configuration expects.
+        "/bin/sh: 1: shopcart-lint: not found",
+    ] {
+        diagnosed(log, Category::ConfigError);
+    }
+}
+
+#[test]
+fn a_mix_dependency_that_does_not_compile_is_the_dependency_s() {
+    let d = diagnosed(
+        "==> plugcart\n** (Mix) Could not compile dependency :plugcart, \"mix compile\" failed. Errors may have been logged above.",
+        Category::DependencyError,
+    );
+    assert_eq!(package(&d, "plugcart").name, "plugcart");
 }

@@ -165,6 +165,10 @@ pub const RULES: &[Rule] = &[
     r("testng.summary", "testng", TestSummary, 0.9, r"^Total tests run: \d+, (?:Passes: \d+, )?Failures: [1-9]\d*"),
     r("junit.assertion", "junit", Assertion, 1.0, r"\b(?:java\.lang\.AssertionError|junit\.framework\.(?:AssertionFailedError|ComparisonFailure)|org\.junit\.ComparisonFailure|org\.opentest4j\.AssertionFailedError|org\.junit\.internal\.ArrayComparisonFailure)\b"),
     r("junit.expected", "junit", Assertion, 0.9, r"expected:\s*<.*> but was:\s*<|expected same:<.*> was not:<|expected \[.*\] but found \["),
+    // Mockito's verification failures and ScalaTest's failed assertions
+    // are the test's expectations, whatever exception carries them.
+    r("mockito.verification", "mockito", Assertion, 1.0, r"\borg\.mockito\.exceptions\.verification\.\w+|^(?:Wanted but not invoked|Argument\(s\) are different! Wanted|Never wanted here|No interactions wanted here):"),
+    r("scalatest.assertion", "scalatest", Assertion, 1.0, r"\borg\.scalatest\.exceptions\.TestFailedException\b"),
     r("scalatest.failed", "scalatest", TestFailed, 1.0, r"^(?:\[info\]\s+)?- (?P<test>.+) \*\*\* FAILED \*\*\*"),
     r("sbt.failed", "sbt", TestSummary, 0.9, r"^\[error\] Failed tests:|TestsFailedException: Tests unsuccessful|^\[error\] Failed: Total \d+, Failed [1-9]"),
     r("specs2.failed", "specs2", TestFailed, 0.7, r"^\[error\]\s+x (?P<test>.+)$"),
@@ -452,7 +456,7 @@ pub const RULES: &[Rule] = &[
     r("cargo.resolve", "cargo", Dependency, 1.0, r"failed to select a version for(?: the requirement)? `(?P<pkg>[\w-]+)|no matching package named `(?P<pkg2>[\w-]+)` found|failed to get `(?P<pkg3>[\w-]+)` as a dependency|failed to load source for dependency `(?P<pkg4>[\w-]+)`|failed to download (?:from|`(?P<pkg5>[\w-]+))|error: failed to fetch `"),
     r("rustc.missing_crate", "rustc", Dependency, 1.0, r"error\[E0463\]: can't find crate for `(?P<pkg>\w+)`|unresolved import `(?P<pkg2>\w+)`.*(?:maybe a missing crate|use of undeclared crate)"),
     r("composer.resolve", "composer", Dependency, 1.0, r"Your requirements could not be resolved to an installable set of packages|The requested package (?P<pkg>[\w/.-]+)(?: (?P<ver>\S+))? (?:could not be found|exists as)|requires (?P<pkg2>[\w/.-]+) (?P<ver2>\S+) -> (?:no matching package found|satisfiable by)|could not be found in any version|Root composer\.json requires (?P<pkg3>[\w/.-]+)(?: (?P<ver3>[^,\s]+))?, (?:it could not be found|found )"),
-    r("hex.deps", "mix", Dependency, 1.0, r"Unchecked dependencies for environment|the dependency is not available, run \x22mix deps\.get\x22|Failed to fetch record for '?(?P<pkg>[\w/]+)'? from registry|No package with name (?P<pkg2>\S+)|Could not find Hex, which is needed|dependency (?P<pkg3>\S+) .* is not available|Hex dependency resolution failed|^Failed to use \x22(?P<pkg4>[^\x22]+)\x22 (?:\(versions? (?P<ver>[^)]+)\) )?because"),
+    r("hex.deps", "mix", Dependency, 1.0, r"Unchecked dependencies for environment|the dependency is not available, run \x22mix deps\.get\x22|Failed to fetch record for '?(?P<pkg>[\w/]+)'? from registry|No package with name (?P<pkg2>\S+)|Could not find Hex, which is needed|dependency (?P<pkg3>\S+) .* is not available|Hex dependency resolution failed|^\*\* \(Mix\) Could not compile dependency :(?P<pkg5>\w+)|^Failed to use \x22(?P<pkg4>[^\x22]+)\x22 (?:\(versions? (?P<ver>[^)]+)\) )?because"),
     r("rebar.deps", "rebar", Dependency, 1.0, r"Dependency not available: (?P<pkg>\S+)|Failed to fetch and copy dep: (?P<pkg2>\S+)|Package not found in (?:registry|any repo): (?:(?P<pkg3>\w+)(?:-(?P<ver>\d[\w.+-]*?))?\.?(?:\s|$)|(?P<pkg5>\S+))|Failed to update package (?P<pkg4>\S+) from repo"),
     r("cabal.resolve", "cabal", Dependency, 1.0, r"[Cc]ould not resolve dependencies:|rejecting: (?P<pkg>[\w-]+)-(?P<ver>[\d.]+)|unknown package: (?P<pkg2>[\w-]+)|There is no package named '(?P<pkg3>[\w-]+)'|but the stack configuration has no specified version|In the dependencies for (?P<pkg4>[\w-]+)(?:-(?P<ver2>[\d.]+))?:"),
     r("ghc.hidden_module", "ghc", Dependency, 0.9, r"Could not (?:find|load) module [‘'`](?P<pkg>[\w.]+)[’']|It is a member of the hidden package [‘'`](?P<pkg2>[^’']+)[’']"),
@@ -481,7 +485,7 @@ pub const RULES: &[Rule] = &[
     r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
 
     // ------------------------------------------------------- configuration
-    r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^sh: \d+: (?P<cmd2>[\w.+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
+    r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^(?:/\S*/)?(?:da|ba)?sh: \d+: (?P<cmd2>[\w.+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
     r("shell.env_unset", "shell", Config, 0.8, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[A-Za-z_]\w*): (?:parameter null or not set|parameter not set|unbound variable)$"),
     r("shell.no_such_file", "shell", Config, 0.7, r"^(?P<file>\S+): line (?P<line>\d+): (?:cd: )?(?P<msg>\S+: No such file or directory)$|^(?:bash|sh|zsh): (?P<file2>\S+): No such file or directory$"),
     r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:line \d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
@@ -495,7 +499,10 @@ pub const RULES: &[Rule] = &[
     r("gradle.config", "gradle", Config, 0.9, r"Task '(?P<cmd>[^']+)' not found in (?:root )?project|Could not find method (?P<msg>\w+\(\)) for arguments|A problem occurred (?:evaluating|configuring) (?:root )?project|Could not get unknown property|Gradle requires Java|Unsupported class file major version|Could not determine java version|Could not find or load main class org\.gradle\.wrapper"),
     r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
     r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)"),
-    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
+    // The Android SDK platform or licence the build configuration names
+    // is not installed or not accepted on the machine.
+    r("android.sdk_version", "android sdk", Config, 0.9, r"Failed to find target with hash string '(?P<ver>[^']+)'|You have not accepted the license agreements of the following SDK components|Failed to find Build Tools revision (?P<ver2>[\d.]+)|SDK location not found\. Define location with"),
+    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
     r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|You must use Bundler (?P<ver3>\d+) or greater with this lockfile|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)"),
@@ -592,6 +599,10 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("links.awesome_bot", "network.dns"),
     ("links.awesome_bot", "network.connect"),
     // An assertion about a status or a timeout is the test's subject.
+    // `go test` prints a test's own messages (t.Errorf) as `x_test.go:N:
+    // message`, no column, no directory: "expected 1, got 2" there is the
+    // test's, not the compiler's.
+    ("gotest.location", "go.compile"),
     ("gotest.location", "network.http5xx"),
     ("gotest.location", "network.connect"),
     ("generic.expected_got", "network.http5xx"),
