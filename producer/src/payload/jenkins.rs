@@ -16,6 +16,29 @@ pub enum Notification {
     Ignored(String),
     /// A finished build that failed: analyse it.
     Failed(FailedBuild),
+    /// A finished build that passed: history, not analysed (without passes
+    /// a failure cannot be told new, flaky or already failing).
+    Passed(PassedBuild),
+}
+
+/// A build that passed, as the failure history records it.
+#[derive(Debug)]
+pub struct PassedBuild {
+    pub job_name: String,
+    /// The job's identity (see [`job_id`]): with the number, the dedup key.
+    pub job_url: String,
+    pub number: u64,
+    pub repository: Option<String>,
+    pub commit: Option<String>,
+    /// The branch, as Git names it locally.
+    pub branch: Option<String>,
+}
+
+impl PassedBuild {
+    /// One key per build, so the COMPLETED and FINALIZED phases make one pass.
+    pub fn dedup_key(&self) -> String {
+        format!("jenkins:{}#{}", self.job_url, self.number)
+    }
 }
 
 /// A failed build, as ingest stores it.
@@ -60,9 +83,22 @@ pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
         )));
     }
     let status = build.status.as_deref().unwrap_or("null");
+    if status == "SUCCESS" {
+        let scm = build.scm.as_ref();
+        return Ok(Notification::Passed(PassedBuild {
+            job_name: n.name.clone(),
+            job_url: job_id(&n),
+            number: build.number,
+            repository: scm.and_then(|s| s.url.clone()),
+            commit: scm.and_then(|s| s.commit.clone()),
+            branch: scm
+                .and_then(|s| s.branch.as_deref())
+                .map(|b| branch_name(b).to_string()),
+        }));
+    }
     if !FAILED.contains(&status) {
         return Ok(Notification::Ignored(format!(
-            "build status {status:?} is not a failure (only FAILURE and UNSTABLE)"
+            "build status {status:?} is neither a failure (FAILURE, UNSTABLE) nor a pass (SUCCESS)"
         )));
     }
     let job_url = job_id(&n);

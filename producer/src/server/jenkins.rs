@@ -6,21 +6,26 @@
 //! `jenkins:<job url>#<number>`, so the two phases of one build make one run.
 //! An inline console log (`build.log`) is stored as the event's log; without
 //! one the log stays empty and the worker fetches `console_url` (payload
-//! under `"jenkins"`). The body is parsed by [`jenkins::parse`].
+//! under `"jenkins"`). A build that passed (`SUCCESS`) is recorded in the
+//! failure history (`ci_outcomes`, with its branch), with no run. The body
+//! is parsed by [`jenkins::parse`].
 
+use anyhow::Context;
+use axum::{Json, http::StatusCode, response::IntoResponse};
 use axum::{
     body::Bytes,
     extract::{FromRequest, Request, State},
     response::Response,
 };
-use faultline_producer::payload::jenkins::{self, Notification};
-use faultline_shared::storage::events::NewEvent;
+use faultline_producer::payload::jenkins::{self, Notification, PassedBuild};
+use faultline_shared::storage::{events::NewEvent, history};
 
 use super::{AppState, auth, error::AppError, ignored, require_json, store};
 
 /// A Jenkins Notification plugin build event: a finished, failed build is
 /// analysed (its log fetched from Jenkins, or the lines the event carries);
-/// other phases and results are acknowledged and ignored.
+/// a finished, passing build is recorded as history; other phases and
+/// results are acknowledged and ignored.
 #[utoipa::path(
     post,
     operation_id = "jenkins_webhook",
@@ -29,7 +34,7 @@ use super::{AppState, auth, error::AppError, ignored, require_json, store};
     security(("jenkins_token" = [])),
     request_body(content = Object, description = "The Notification plugin's JSON.", content_type = "application/json"),
     responses(
-        (status = 202, description = "Stored and queued (or already known), or ignored with the reason.", body = super::openapi::Delivery),
+        (status = 202, description = "Stored and queued (or already known), a pass recorded in the history, or ignored with the reason.", body = super::openapi::Delivery),
         (status = 400, description = "Malformed JSON or a payload that does not read as a build notification."),
         (status = 401, description = "A missing or wrong token."),
         (status = 413, description = "The body is over FAULTLINE_MAX_BODY_BYTES."),
@@ -64,6 +69,7 @@ pub async fn webhook(
     let body = Bytes::from_request(request, &state).await?;
     let build = match jenkins::parse(&body)? {
         Notification::Ignored(reason) => return Ok(ignored(reason)),
+        Notification::Passed(build) => return record_pass(&state, build).await,
         Notification::Failed(build) => build,
     };
     let (dedup_key, log_name) = (build.dedup_key(), build.log_name());
@@ -80,4 +86,34 @@ pub async fn webhook(
         ..NewEvent::default()
     };
     store(&state, &event, build.log.as_bytes()).await
+}
+
+/// A passing build starts no analysis but is history (with its branch):
+/// without passes a Jenkins failure could never be told new with its
+/// change, flaky, or failing since an earlier build.
+async fn record_pass(state: &AppState, build: PassedBuild) -> Result<Response, AppError> {
+    let outcome = history::NewOutcome {
+        dedup_key: build.dedup_key(),
+        source: "jenkins".into(),
+        job_name: Some(build.job_name),
+        repository: build.repository,
+        commit_sha: build.commit,
+        build_number: Some(build.number.to_string()),
+        branch: build.branch,
+        outcome: "success".into(),
+        ..history::NewOutcome::default()
+    };
+    let created = history::record_outcome(&state.pool, &outcome)
+        .await
+        .context("failed to record the outcome")?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(super::openapi::Delivery::Recorded(
+            super::openapi::Recorded {
+                recorded: "success".into(),
+                created,
+            },
+        )),
+    )
+        .into_response())
 }

@@ -78,12 +78,37 @@ async fn a_jenkins_notification_starts_one_run_per_build_with_its_inline_log() {
             "build phase \"STARTED\" is not analysed (only COMPLETED and FINALIZED)"
         )
     );
-    let mut success = completed.clone();
-    success["build"]["status"] = json!("SUCCESS");
-    let (_, body) = server.jenkins(&success).await;
+    let mut aborted = completed.clone();
+    aborted["build"]["status"] = json!("ABORTED");
+    let (_, body) = server.jenkins(&aborted).await;
     assert_eq!(
         body["ignored"],
-        "build status \"SUCCESS\" is not a failure (only FAILURE and UNSTABLE)"
+        "build status \"ABORTED\" is neither a failure (FAILURE, UNSTABLE) nor a pass (SUCCESS)"
+    );
+    // A pass is history, with its branch, once for both phases; no run.
+    let mut success = completed.clone();
+    success["build"]["status"] = json!("SUCCESS");
+    success["build"]["number"] = json!(814);
+    success["build"]["full_url"] = json!("https://ci.example.com/job/ledger-api/814/");
+    success["build"]["scm"]["branch"] = json!("origin/main");
+    for (phase, created) in [("COMPLETED", true), ("FINALIZED", false)] {
+        success["build"]["phase"] = json!(phase);
+        let (status, body) = server.jenkins(&success).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(
+            (body["recorded"].as_str(), body["created"].as_bool()),
+            (Some("success"), Some(created)),
+            "{phase}: {body}"
+        );
+    }
+    let (job, build, branch): (String, String, Option<String>) =
+        sqlx::query_as("SELECT job_name, build_number, branch FROM ci_outcomes")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (job.as_str(), build.as_str(), branch.as_deref()),
+        ("ledger-api", "814", Some("main"))
     );
     let (status, _) = send(server.post("/webhooks/jenkins").json(&completed)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
