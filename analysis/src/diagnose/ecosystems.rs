@@ -2135,3 +2135,92 @@ fn a_mix_dependency_that_does_not_compile_is_the_dependency_s() {
     );
     assert_eq!(package(&d, "plugcart").name, "plugcart");
 }
+
+#[test]
+fn the_network_the_mirror_and_the_machine_in_the_tools_own_words() {
+    for log in [
+        // Gradle's and Maven's wording of a repository's 5xx.
+        "> Could not resolve com.acme:shopcart:2.1.\n   > Could not GET 'https://repo.example.org/com/acme/shopcart/2.1/shopcart-2.1.pom'. Received status code 502 from server: Bad Gateway",
+        // yarn's socket timeout, libcurl's timeout, rsync's dropped link.
+        "error An unexpected error occurred: \"https://registry.example.org/shopcart/-/shopcart-1.0.0.tgz: ESOCKETTIMEDOUT\".",
+        "Error: Timeout was reached",
+        "rsync: connection unexpectedly closed (0 bytes received so far) [sender]",
+        // apt on a mirror caught mid-sync, and on DNS.
+        "E: Failed to fetch http://mirror.example.org/pool/main/s/shopcart/shopcart_1.0_amd64.deb  Hash Sum mismatch",
+        "Err:3 http://mirror.example.org/ubuntu focal InRelease\n  Temporary failure resolving 'mirror.example.org'",
+        // the kernel killing the compiler or make's child.
+        "c++: internal compiler error: Killed (program cc1plus)",
+        "make[2]: *** [src/CMakeFiles/shopcart.dir/basket.cpp.o] Killed",
+        // Bundler and GnuPG failing to fetch.
+        "Could not fetch specs from https://gems.example.org/",
+        "gpg: keyserver receive failed: No data",
+        // the Docker CLI's newer wording; a database the JDBC driver cannot reach.
+        "Failed to connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+        "com.mysql.cj.jdbc.exceptions.CommunicationsException: Communications link failure",
+        "org.postgresql.util.PSQLException: Connection to localhost:5432 refused. Check that the hostname and port are correct and that the postmaster is accepting TCP/IP connections.",
+    ] {
+        diagnosed(log, Category::InfraError);
+    }
+    // A package the mirror no longer has is not the network.
+    let d = diagnose_text(
+        "E: Failed to fetch http://mirror.example.org/pool/main/s/shopcart/shopcart_1.0_amd64.deb  404  Not Found [IP: 10.0.0.1 80]",
+    );
+    assert_eq!(d.category, Category::DependencyError);
+}
+
+#[test]
+fn configuration_paths_credentials_and_files_in_the_tools_own_words() {
+    for log in [
+        // The JVM launcher; an SDK home the environment was to set.
+        "Error: Could not find or load main class com.acme.shop.Main",
+        "ERROR: JAVA_HOME is set to an invalid directory: /usr/lib/jvm/java-99",
+        "Error: ANDROID_HOME is not set and \"android\" command not in your PATH.",
+        // Test runners pointed at paths that are not there.
+        "ERROR: file or package not found: tests/unit",
+        "ERROR: file not found: tests/test_basket.py",
+        "Error: No test files found: \"test/unit\"",
+        // git: credentials, a missing repository, a shallow clone's tags.
+        "fatal: repository 'https://git.example.org/acme/private.git/' not found",
+        "remote: Repository not found.\nfatal: Authentication failed",
+        "Host key verification failed.\nfatal: Could not read from remote repository.",
+        "git@git.example.org: Permission denied (publickey).",
+        "fatal: No names found, cannot describe anything.",
+        // coreutils on a path the script names.
+        "cp: cannot stat 'config/settings.yml.example': No such file or directory",
+        "./ci/build.sh: line 3: cd: tools: No such file or directory",
+        "sh: 1: ./node_modules/.bin/shopcart-lint: not found",
+        // Project files and manifests the build tool cannot find or parse.
+        "error: could not find `Cargo.toml` in `/srv/ci/shop` or any parent directory",
+        "The SDK 'Microsoft.NET.Sdk.Shop' specified could not be found.",
+        "MSBUILD : error MSB1003: Specify a project or solution file. The current working directory does not contain a project or solution file.",
+        "Could not locate Gemfile or .bundle/ directory",
+        "[!] Invalid `Podfile` file: syntax error, unexpected end-of-input.",
+        "ERROR: Invalid requirement: 'shopcart=1.0'",
+        "django.core.exceptions.ImproperlyConfigured: Requested setting DATABASES, but settings are not configured.",
+        "ERROR: In file './docker-compose.yml', service 'web' must be a mapping not a string.",
+        "yaml.scanner.ScannerError: mapping values are not allowed here\n  in \"ci/matrix.yml\", line 4, column 9",
+        // Command-line usage errors (click, argparse).
+        "Usage: shopcart [OPTIONS] COMMAND [ARGS]...\nError: No such command 'deploy'.",
+        "usage: release.py [-h] --token TOKEN\nrelease.py: error: the following arguments are required: --token",
+    ] {
+        diagnosed(log, Category::ConfigError);
+    }
+}
+
+#[test]
+fn dependency_resolution_and_builds_in_the_package_managers_own_words() {
+    for log in [
+        "pkg_resources.ContextualVersionConflict: (six 1.10.0 (/usr/lib/python3/dist-packages), Requirement.parse('six>=1.12'), {'shopcart'})",
+        "No local packages or working download links found for shopcart>=2\nerror: Could not find suitable distribution for Requirement.parse('shopcart>=2')",
+        "Could not satisfy constraints for package 'shopcart'",
+        "error: Setup script exited with error: command 'x86_64-linux-gnu-gcc' failed with exit status 1",
+        "error: Microsoft Visual C++ 14.0 is required. Get it with \"Build Tools for Visual Studio\"",
+        "node-pre-gyp ERR! build error",
+        "error https://registry.example.org/shopcart/-/shopcart-2.0.0.tgz: Request failed \"404 Not Found\"",
+        "Error: composer.lock is out of date",
+        "Your lock file does not contain a compatible set of packages. Please run composer update.",
+        "npm ERR! cipm can only install packages when your package.json and package-lock.json or npm-shrinkwrap.json are in sync.",
+    ] {
+        diagnosed(log, Category::DependencyError);
+    }
+}
