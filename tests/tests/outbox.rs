@@ -834,6 +834,67 @@ async fn already_failing_means_failing_on_the_target_branch() {
     assert_eq!(observation["target"]["history"]["failures"], 1);
 }
 
+/// A Jenkins multibranch build of `job` (named after its branch, as
+/// multibranch pipelines name them) on `commit` that failed; its result.
+async fn jenkins_branch_fails(
+    db: &TestDb,
+    job: &str,
+    target: Option<&str>,
+    commit: &str,
+    build: &str,
+) -> Value {
+    let event = NewEvent {
+        dedup_key: format!("jenkins:https://ci.example.com/job/shop/job/{job}/#{build}"),
+        source: "jenkins".into(),
+        job_name: Some(job.into()),
+        build_number: Some(build.into()),
+        repository: Some("https://git.example.com/acme/shop.git".into()),
+        commit_sha: Some(commit.into()),
+        payload: json!({"jenkins": {"branch": job, "target_branch": target, "status": "FAILURE"}}),
+        ..NewEvent::default()
+    };
+    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
+    finished_result(db, run).await
+}
+
+/// Issue 32 item 1, Jenkins: a multibranch pipeline's pull-request job
+/// (`PR-7`, target `main` from CHANGE_TARGET) is already failing when the
+/// `main` job has been failing since an earlier build.
+#[tokio::test]
+async fn a_jenkins_pull_request_job_is_already_failing_when_the_target_branch_job_is() {
+    let sha = |c: char| c.to_string().repeat(40);
+    let db = TestDb::new().await;
+    let checks = FakeChecks::default();
+    let (_fake, _worker) = checks_worker(&db, &checks).await;
+    let pass = storage::history::NewOutcome {
+        dedup_key: "jenkins:https://ci.example.com/job/shop/job/main/#40".into(),
+        source: "jenkins".into(),
+        job_name: Some("main".into()),
+        repository: Some("https://git.example.com/acme/shop.git".into()),
+        commit_sha: Some(sha('a')),
+        build_number: Some("40".into()),
+        branch: Some("main".into()),
+        outcome: "success".into(),
+        ..storage::history::NewOutcome::default()
+    };
+    assert!(
+        storage::history::record_outcome(&db.pool, &pass)
+            .await
+            .unwrap()
+    );
+    let main = jenkins_branch_fails(&db, "main", None, &sha('b'), "41").await;
+    assert_eq!(main["origin"], "this_change", "{main:#}");
+    let pr = jenkins_branch_fails(&db, "PR-7", Some("main"), &sha('c'), "1").await;
+    assert_eq!(pr["origin"], "already_failing", "{pr:#}");
+    let why = pr["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.starts_with(
+            "job `PR-7` on `main` was failing before this change: since build 41, commit bbbbbbb"
+        ) && why.ends_with("last passed on aaaaaaa"),
+        "{why}"
+    );
+}
+
 /// A GitHub failure of job `job` on `commit` whose log is three type
 /// errors in `src/module0.ts` … `src/module2.ts`; its result.
 async fn job_fails(db: &TestDb, job: &str, commit: &str, build: &str) -> Value {

@@ -90,21 +90,7 @@ impl Tool for FailureHistory {
                 until: event.as_ref().map(|e| e.received_at),
                 branch: None,
             };
-            let read = |scope| {
-                let (job, test) = (job.as_deref(), test.as_deref());
-                async move {
-                    history::history_in(&ctx.pool, job, test, scope, RECENT)
-                        .await
-                        .map_err(|e| match e {
-                            HistoryError::Database(db) => ToolError::from(db),
-                            HistoryError::NoSubject => ToolError::Invalid(
-                                "the failure names no job or test: pass \"job\" or \"test\"".into(),
-                            ),
-                            other => ToolError::Failed(other.to_string()),
-                        })
-                }
-            };
-            let h = read(scope).await?;
+            let h = read(ctx, job.as_deref(), test.as_deref(), scope).await?;
             // The failure's branch and the one its change is to land on, as
             // its source sent them; the job's history there is what
             // "already failing" is measured on.
@@ -116,14 +102,25 @@ impl Tool for FailureHistory {
             } else {
                 (None, None)
             };
+            // A Jenkins multibranch pipeline names each branch's job after
+            // the branch (`PR-12`, `main`): there the job on the target
+            // branch is the one named after it.
+            let multibranch = event
+                .as_ref()
+                .is_some_and(|e| e.source == "jenkins" && branch.is_some() && e.job_name == branch);
             let target = match &target_branch {
                 Some(b) => Some(tool::BranchHistory {
                     branch: b.clone(),
                     history: observed(
-                        read(history::Scope {
-                            branch: Some(b),
-                            ..scope
-                        })
+                        read(
+                            ctx,
+                            if multibranch { Some(b) } else { job.as_deref() },
+                            test.as_deref(),
+                            history::Scope {
+                                branch: Some(b),
+                                ..scope
+                            },
+                        )
                         .await?,
                     ),
                 }),
@@ -213,6 +210,24 @@ impl FailureHistory {
             _ => Ok(None),
         }
     }
+}
+
+/// The history of `job` and/or `test` within `scope`, as a tool's error.
+async fn read(
+    ctx: &ToolContext,
+    job: Option<&str>,
+    test: Option<&str>,
+    scope: history::Scope<'_>,
+) -> Result<history::History, ToolError> {
+    history::history_in(&ctx.pool, job, test, scope, RECENT)
+        .await
+        .map_err(|e| match e {
+            HistoryError::Database(db) => ToolError::from(db),
+            HistoryError::NoSubject => ToolError::Invalid(
+                "the failure names no job or test: pass \"job\" or \"test\"".into(),
+            ),
+            other => ToolError::Failed(other.to_string()),
+        })
 }
 
 /// The branch a failure ran on and the one its change is to land on, from
