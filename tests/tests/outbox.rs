@@ -384,6 +384,22 @@ async fn build_passes(db: &TestDb, commit: &str, build: &str) {
     job_passes(db, "CI / build", commit, build).await
 }
 
+/// `event`, whose log is three type errors in `src/module0.ts` …
+/// `src/module2.ts`, ingested and analysed to the end; its run's result.
+async fn analysed(db: &TestDb, event: &NewEvent) -> Value {
+    let run = db.ingest(event, type_errors(3).as_bytes(), 8).await;
+    finished_result(db, run).await
+}
+
+/// Records `outcome`, which must be new to the history.
+async fn recorded(db: &TestDb, outcome: &storage::history::NewOutcome) {
+    assert!(
+        storage::history::record_outcome(&db.pool, outcome)
+            .await
+            .unwrap()
+    );
+}
+
 /// The result of run `run` once it has finished.
 async fn finished_result(db: &TestDb, run: Uuid) -> Value {
     wait_terminal(&db.pool, run, Duration::from_secs(60)).await;
@@ -418,11 +434,7 @@ async fn the_origin_of_each_failure_is_decided_from_the_jobs_history_and_named_o
         outcome: "failure".into(),
         ..storage::history::NewOutcome::default()
     };
-    assert!(
-        storage::history::record_outcome(&db.pool, &elsewhere)
-            .await
-            .unwrap()
-    );
+    recorded(&db, &elsewhere).await;
     let first = build_fails(&db, B, "2").await;
     assert_eq!(first["origin"], "this_change", "{first:#}");
     let why = first["origin_evidence"][0].as_str().unwrap();
@@ -766,8 +778,7 @@ async fn branch_fails(db: &TestDb, branch: &str, commit: &str, build: &str) -> V
         payload: json!({"github": {"head_branch": branch, "target_branch": "main"}}),
         ..NewEvent::default()
     };
-    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
-    finished_result(db, run).await
+    analysed(db, &event).await
 }
 
 async fn main_passes(db: &TestDb, commit: &str, build: &str) {
@@ -782,11 +793,7 @@ async fn main_passes(db: &TestDb, commit: &str, build: &str) {
         outcome: "success".into(),
         ..storage::history::NewOutcome::default()
     };
-    assert!(
-        storage::history::record_outcome(&db.pool, &outcome)
-            .await
-            .unwrap()
-    );
+    recorded(db, &outcome).await;
 }
 
 /// Issue 32 item 1: "already failing" is failing on the branch the change
@@ -853,8 +860,7 @@ async fn jenkins_branch_fails(
         payload: json!({"jenkins": {"branch": job, "target_branch": target, "status": "FAILURE"}}),
         ..NewEvent::default()
     };
-    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
-    finished_result(db, run).await
+    analysed(db, &event).await
 }
 
 /// Issue 32 item 1, Jenkins: a multibranch pipeline's pull-request job
@@ -877,11 +883,7 @@ async fn a_jenkins_pull_request_job_is_already_failing_when_the_target_branch_jo
         outcome: "success".into(),
         ..storage::history::NewOutcome::default()
     };
-    assert!(
-        storage::history::record_outcome(&db.pool, &pass)
-            .await
-            .unwrap()
-    );
+    recorded(&db, &pass).await;
     let main = jenkins_branch_fails(&db, "main", None, &sha('b'), "41").await;
     assert_eq!(main["origin"], "this_change", "{main:#}");
     let pr = jenkins_branch_fails(&db, "PR-7", Some("main"), &sha('c'), "1").await;
@@ -907,8 +909,7 @@ async fn job_fails(db: &TestDb, job: &str, commit: &str, build: &str) -> Value {
         commit_sha: Some(commit.into()),
         ..NewEvent::default()
     };
-    let run = db.ingest(&event, type_errors(3).as_bytes(), 8).await;
-    finished_result(db, run).await
+    analysed(db, &event).await
 }
 
 async fn job_passes(db: &TestDb, job: &str, commit: &str, build: &str) {
@@ -922,11 +923,7 @@ async fn job_passes(db: &TestDb, job: &str, commit: &str, build: &str) {
         outcome: "success".into(),
         ..storage::history::NewOutcome::default()
     };
-    assert!(
-        storage::history::record_outcome(&db.pool, &outcome)
-            .await
-            .unwrap()
-    );
+    recorded(db, &outcome).await;
 }
 
 /// Issue 32 item 1: `this_change` names the files the pull request
@@ -1098,11 +1095,7 @@ async fn a_jenkins_build_s_change_sets_name_the_touched_file() {
             outcome: "success".into(),
             ..storage::history::NewOutcome::default()
         };
-        assert!(
-            storage::history::record_outcome(&db.pool, &pass)
-                .await
-                .unwrap()
-        );
+        recorded(&db, &pass).await;
     }
     let fails = |job: &str, build: &str, commit: &str| NewEvent {
         dedup_key: format!("jenkins:job/team/job/{job}/#{build}"),

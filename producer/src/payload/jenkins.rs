@@ -37,8 +37,13 @@ pub struct PassedBuild {
 impl PassedBuild {
     /// One key per build, so the COMPLETED and FINALIZED phases make one pass.
     pub fn dedup_key(&self) -> String {
-        format!("jenkins:{}#{}", self.job_url, self.number)
+        build_key(&self.job_url, self.number)
     }
+}
+
+/// A build's identity: `jenkins:<job url>#<number>`.
+fn build_key(job_url: &str, number: u64) -> String {
+    format!("jenkins:{job_url}#{number}")
 }
 
 /// A failed build, as ingest stores it.
@@ -60,7 +65,7 @@ pub struct FailedBuild {
 impl FailedBuild {
     /// One key per build, so the COMPLETED and FINALIZED phases make one run.
     pub fn dedup_key(&self) -> String {
-        format!("jenkins:{}#{}", self.job_url, self.number)
+        build_key(&self.job_url, self.number)
     }
 
     /// The log's name: `job#number`.

@@ -33,7 +33,9 @@ use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
 
-use super::{AppState, error::AppError, header_str, ignored, openapi, require_json, store};
+use super::{
+    AppState, error::AppError, header_str, ignored, openapi, recorded, require_json, store,
+};
 
 /// A GitHub webhook delivery: `workflow_run` (completed with a failure)
 /// and `workflow_job` are analysed, `ping` and other events are
@@ -136,14 +138,7 @@ async fn record_pass(
     )
     .await
     .context("failed to mark the pull request's comment")?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(openapi::Delivery::Recorded(openapi::Recorded {
-            recorded: PASSED.into(),
-            created,
-        })),
-    )
-        .into_response())
+    Ok(recorded(created))
 }
 
 fn pong() -> Response {

@@ -11,7 +11,6 @@
 //! is parsed by [`jenkins::parse`].
 
 use anyhow::Context;
-use axum::{Json, http::StatusCode, response::IntoResponse};
 use axum::{
     body::Bytes,
     extract::{FromRequest, Request, State},
@@ -20,7 +19,7 @@ use axum::{
 use faultline_producer::payload::jenkins::{self, Notification, PassedBuild};
 use faultline_shared::storage::{events::NewEvent, history};
 
-use super::{AppState, auth, error::AppError, ignored, require_json, store};
+use super::{AppState, auth, error::AppError, ignored, recorded, require_json, store};
 
 /// A Jenkins Notification plugin build event: a finished, failed build is
 /// analysed (its log fetched from Jenkins, or the lines the event carries);
@@ -100,20 +99,11 @@ async fn record_pass(state: &AppState, build: PassedBuild) -> Result<Response, A
         commit_sha: build.commit,
         build_number: Some(build.number.to_string()),
         branch: build.branch,
-        outcome: "success".into(),
+        outcome: faultline_producer::payload::github::PASSED.into(),
         ..history::NewOutcome::default()
     };
     let created = history::record_outcome(&state.pool, &outcome)
         .await
         .context("failed to record the outcome")?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(super::openapi::Delivery::Recorded(
-            super::openapi::Recorded {
-                recorded: "success".into(),
-                created,
-            },
-        )),
-    )
-        .into_response())
+    Ok(recorded(created))
 }

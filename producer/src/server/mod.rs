@@ -387,6 +387,18 @@ fn stored(event: &NewEvent, ingested: Ingested) -> Response {
 }
 
 /// 202 for a well-formed delivery that is not analysed, with the precise reason.
+/// The answer to a delivery recorded as history (a pass): no run.
+fn recorded(created: bool) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(openapi::Delivery::Recorded(openapi::Recorded {
+            recorded: faultline_producer::payload::github::PASSED.into(),
+            created,
+        })),
+    )
+        .into_response()
+}
+
 fn ignored(reason: String) -> Response {
     tracing::debug!(%reason, "delivery ignored");
     (

@@ -76,7 +76,12 @@ impl Tool for FailureHistory {
     ) -> BoxFuture<'a, Result<tool::FailureHistory, ToolError>> {
         Box::pin(async move {
             let (mut job, mut test) = (args.job, args.test);
-            let event = events::get(&ctx.pool, ctx.event_id).await?;
+            // The event and its stored payload, in one statement: the
+            // payload names the branches and, for Jenkins, the build.
+            let (event, payload) = match events::get_with_payload(&ctx.pool, ctx.event_id).await? {
+                Some((e, p)) => (Some(e), p.unwrap_or_default()),
+                None => (None, serde_json::Value::Null),
+            };
             let own = job.is_none() && test.is_none();
             if own {
                 job = event.as_ref().and_then(|e| e.job_name.clone());
@@ -94,10 +99,7 @@ impl Tool for FailureHistory {
             // The failure's branch and the one its change is to land on, as
             // its source sent them; the job's history there is what
             // "already failing" is measured on.
-            let (branch, target_branch) = if own && event.is_some() {
-                let payload = events::payload(&ctx.pool, ctx.event_id)
-                    .await?
-                    .unwrap_or_default();
+            let (branch, target_branch) = if own {
                 branches(&payload)
             } else {
                 (None, None)
@@ -129,7 +131,7 @@ impl Tool for FailureHistory {
             // The change's files, for the failure's own history only (a
             // model asking about another job reads no change).
             let change = match &event {
-                Some(e) if own => self.changed_files(ctx, e).await?,
+                Some(e) if own => self.changed_files(e, &payload).await,
                 _ => None,
             };
             // The same failure in other repositories at the same time.
@@ -167,9 +169,9 @@ impl FailureHistory {
     /// recorded as the change's `error`, and the history stands without it.
     async fn changed_files(
         &self,
-        ctx: &ToolContext,
         event: &EventRow,
-    ) -> Result<Option<tool::ChangedFiles>, ToolError> {
+        payload: &serde_json::Value,
+    ) -> Option<tool::ChangedFiles> {
         let unread = |source: String, e: crate::sources::ApiError| tool::ChangedFiles {
             source,
             error: Some(e.to_string()),
@@ -177,37 +179,27 @@ impl FailureHistory {
         };
         match (event.source.as_str(), &self.github, &self.jenkins) {
             ("github", Some(gh), _) => {
-                let Some(repo) = event.repository.as_deref().and_then(parse_repo) else {
-                    return Ok(None);
-                };
-                let Some(sha) = event.commit_sha.as_deref() else {
-                    return Ok(None);
-                };
-                Ok(Some(
+                let repo = event.repository.as_deref().and_then(parse_repo)?;
+                let sha = event.commit_sha.as_deref()?;
+                Some(
                     gh.changed_files(&repo, sha, MAX_CHANGED_FILES)
                         .await
                         .unwrap_or_else(|e| {
                             unread(format!("commit {}", truncate_chars(sha, 7)), e)
                         }),
-                ))
+                )
             }
             ("jenkins", _, Some(jenkins)) => {
-                let payload = events::payload(&ctx.pool, ctx.event_id)
-                    .await?
-                    .unwrap_or_default();
-                let Some(console) = super::jenkins::failing_console(jenkins, Some(event), &payload)
-                else {
-                    return Ok(None);
-                };
+                let console = super::jenkins::failing_console(jenkins, Some(event), payload)?;
                 let build = event.build_number.as_deref().unwrap_or("?");
-                Ok(Some(
+                Some(
                     jenkins
                         .changed_files(&console, MAX_CHANGED_FILES)
                         .await
                         .unwrap_or_else(|e| unread(format!("build {build}"), e)),
-                ))
+                )
             }
-            _ => Ok(None),
+            _ => None,
         }
     }
 }
@@ -233,8 +225,9 @@ async fn read(
 /// The branch a failure ran on and the one its change is to land on, from
 /// its stored payload (GitHub: `head_branch` and the pull request's base or
 /// the default branch; Jenkins: `scm.branch` and a `CHANGE_TARGET`
-/// parameter). No target without a branch: a failure whose own branch is
-/// unknown cannot be told to be on it or not.
+/// parameter), as the `failure_events.branch` column derives the branch
+/// (migration 20261128200000). No target without a branch: a failure
+/// whose own branch is unknown cannot be told to be on it or not.
 fn branches(payload: &serde_json::Value) -> (Option<String>, Option<String>) {
     let source = payload
         .get("github")
