@@ -125,6 +125,11 @@ pub struct ServerConfig {
     /// links and the `Secure` flag of its cookie when it is https).
     #[serde(rename = "FAULTLINE_PUBLIC_URL", deserialize_with = "public_url")]
     pub public_url: Option<String>,
+    /// `GITHUB_API_URL`: the GitHub the workers write to (default
+    /// `https://api.github.com`). A Jenkins build whose SCM is a repository
+    /// there is tied to it: its pull request's comment, its check run.
+    #[serde(rename = "GITHUB_API_URL", deserialize_with = "public_url")]
+    pub github_api_url: Option<String>,
     /// `FAULTLINE_CONSOLE_SESSION_TTL`: how long a console sign-in lasts.
     #[serde(
         rename = "FAULTLINE_CONSOLE_SESSION_TTL",
@@ -158,6 +163,7 @@ impl Default for ServerConfig {
             github_secret: None,
             jenkins_token: None,
             public_url: None,
+            github_api_url: None,
             console_session_ttl: Duration::from_secs(12 * 3600),
             review_sla: Duration::from_secs(4 * 3600),
         }
@@ -195,6 +201,9 @@ impl ServerConfig {
     /// Reads the settings from `source`.
     pub fn load(source: &Source) -> Result<Self, ConfigError> {
         let config: Self = source.load("")?;
+        if let Some(api) = &config.github_api_url {
+            faultline_shared::config::no_credentials("GITHUB_API_URL", api)?;
+        }
         Ok(Self {
             webhook_max_body_bytes: config.webhook_max_body_bytes.min(config.max_body_bytes),
             ..config
@@ -206,6 +215,16 @@ impl ServerConfig {
         self.public_url
             .as_deref()
             .is_some_and(|u| u[..8.min(u.len())].eq_ignore_ascii_case("https://"))
+    }
+
+    /// The web address of the GitHub of `GITHUB_API_URL` (`https://github.com`
+    /// by default), which clone URLs name.
+    pub fn github_web(&self) -> String {
+        faultline_shared::pr_comment::web_base(
+            self.github_api_url
+                .as_deref()
+                .unwrap_or("https://api.github.com"),
+        )
     }
 
     /// The variables [`ServerConfig::load`] reads.

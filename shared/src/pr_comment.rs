@@ -31,6 +31,54 @@ pub fn web_base(api: &str) -> String {
     api.strip_suffix("/api/v3").unwrap_or(api).to_string()
 }
 
+/// The `owner/name` of a repository on the GitHub whose web address is
+/// `web` ([`web_base`]), from the clone URL a CI system names it by
+/// (`https://github.com/o/r.git`, `ssh://git@github.com/o/r.git`,
+/// `git@github.com:o/r.git`): how a Jenkins build of a GitHub repository
+/// finds its pull request. `None` for another host (a clone URL of
+/// another forge never reaches the GitHub the token writes to) or a URL
+/// that does not name exactly `owner/name`.
+pub fn github_repository(clone_url: &str, web: &str) -> Option<String> {
+    let web_host = web
+        .trim_end_matches('/')
+        .split_once("://")
+        .map_or(web, |(_, h)| h)
+        .to_ascii_lowercase();
+    let web_name = web_host.split(':').next().unwrap_or("");
+    let url = clone_url.trim();
+    let path = if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, path) = rest.split_once('/')?;
+        let host = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, h)| h)
+            .to_ascii_lowercase();
+        let same = match scheme.to_ascii_lowercase().as_str() {
+            "https" | "http" => host == web_host,
+            // An SSH port is not the web's: the host names are compared.
+            "ssh" | "git" => host.split(':').next() == Some(web_name),
+            _ => false,
+        };
+        same.then_some(path)?
+    } else {
+        // scp-like: `git@host:owner/name.git`.
+        let (authority, path) = url.split_once(':')?;
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        host.eq_ignore_ascii_case(web_name).then_some(path)?
+    };
+    let path = path.trim_end_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let (owner, name) = path.split_once('/')?;
+    let part = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.len() <= 100
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    (part(owner) && part(name)).then(|| format!("{owner}/{name}"))
+}
+
 /// Who owns a repository path (CODEOWNERS), as the comment shows it:
 /// `@org/team, @user (CODEOWNERS line 12)`.
 pub type OwnersOf<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -401,6 +449,48 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_clone_url_names_its_github_repository_only_on_that_github() {
+        let web = web_base("https://api.github.com");
+        for url in [
+            "https://github.com/octo/app.git",
+            "https://github.com/octo/app",
+            "https://x-access-token@github.com/octo/app.git/",
+            "ssh://git@github.com/octo/app.git",
+            "ssh://git@github.com:22/octo/app.git",
+            "git@github.com:octo/app.git",
+            "GIT@GitHub.com:octo/app",
+        ] {
+            assert_eq!(
+                github_repository(url, &web).as_deref(),
+                Some("octo/app"),
+                "{url}"
+            );
+        }
+        let ghe = web_base("https://ghe.example.com/api/v3");
+        assert_eq!(
+            github_repository("https://ghe.example.com/team/svc.git", &ghe).as_deref(),
+            Some("team/svc")
+        );
+        for url in [
+            "https://gitlab.com/octo/app.git",
+            "https://github.com.evil.example/octo/app.git",
+            "git@gitlab.com:octo/app.git",
+            "https://github.com/octo/app/tree/main",
+            "https://github.com/octo",
+            "https://github.com/../app.git",
+            "file:///srv/git/app.git",
+            "/srv/git/octo/app.git",
+            "",
+        ] {
+            assert_eq!(github_repository(url, &web), None, "{url}");
+        }
+        assert_eq!(
+            github_repository("https://github.com/octo/app.git", &ghe),
+            None
+        );
+    }
 
     fn comment() -> PrComment {
         PrComment {

@@ -315,6 +315,111 @@ async fn a_lost_answer_a_human_edit_a_reaction_and_a_deleted_comment_never_make_
     assert_eq!(n, 1);
 }
 
+const JENKINS_TOKEN: &str = "jenkins-token-for-tests";
+
+/// A Jenkins Notification plugin delivery of build `number` of the
+/// multibranch job `PR-7` (`CHANGE_ID` 7) of the repository `scm` at
+/// `sha`, with `status` and an inline `log`; the server's answer.
+async fn jenkins_build(
+    base: &str,
+    scm: &str,
+    status: &str,
+    number: u64,
+    sha: &str,
+    log: &str,
+) -> Value {
+    let body = json!({
+        "name": "PR-7", "url": "job/app/job/PR-7/",
+        "build": {
+            "full_url": format!("https://ci.example.com/job/app/job/PR-7/{number}/"),
+            "number": number, "phase": "COMPLETED", "status": status,
+            "scm": {"url": scm, "branch": "PR-7", "commit": sha},
+            "parameters": {"CHANGE_ID": "7", "CHANGE_TARGET": "main"},
+            "log": log,
+        },
+    });
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/webhooks/jenkins"))
+        .header("x-faultline-token", JENKINS_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    resp.json().await.unwrap()
+}
+
+/// A multibranch pipeline's pull-request build on Jenkins, of a GitHub
+/// repository, is one more job of the pull request's comment (the
+/// pull request from `CHANGE_ID`, the repository from the SCM's clone
+/// URL on the configured GitHub); a build of the same path on another
+/// forge is not; a later Jenkins build that passes says so in it.
+#[tokio::test]
+async fn a_jenkins_build_of_the_pull_request_joins_its_comment_and_its_later_pass_says_so() {
+    let db = TestDb::new().await;
+    let issues = FakeIssues::default();
+    let (fake, _worker) = comment_worker(&db, &issues).await;
+    let api = fake.uri();
+    let serve = db
+        .serve(&[
+            ("JENKINS_WEBHOOK_TOKEN", JENKINS_TOKEN),
+            ("GITHUB_API_URL", api.as_str()),
+        ])
+        .await;
+    let actions = failed_job(&db, "CI / build", HEAD, &[7], &oom_log()).await;
+    db.wait_delivered(actions).await;
+    wait_written(&db, 7, 1).await;
+
+    let scm = format!("{api}/octo/app.git");
+    let log = "+ make test\nFAIL: test_total (tests.test_total.TotalTest)\n\
+               AssertionError: 3 != 4\nRan 20 tests in 0.3s\nFAILED (failures=1)\n\
+               script returned exit code 1\n";
+    let answer = jenkins_build(&serve.base, &scm, "FAILURE", 3, HEAD, log).await;
+    let run: Uuid = answer["run_id"].as_str().unwrap().parse().unwrap();
+    db.wait_delivered(run).await;
+    wait_until(Duration::from_secs(30), || async {
+        let body = ours(&issues, 7).first().map(|c| c.body.clone())?;
+        body.contains("2 failed jobs").then_some(())
+    })
+    .await;
+    let comments = ours(&issues, 7);
+    assert_eq!(comments.len(), 1, "one comment per pull request");
+    assert!(
+        comments[0].body.contains("`PR-7`") && comments[0].body.contains("`CI / build`"),
+        "{}",
+        comments[0].body
+    );
+    assert_eq!(issues.write_count("POST"), 1, "{:?}", issues.writes());
+
+    // The same path on another forge is another repository.
+    let before = wait_written(&db, 7, 2).await;
+    let elsewhere = jenkins_build(
+        &serve.base,
+        "https://git.example.com/octo/app.git",
+        "FAILURE",
+        4,
+        HEAD,
+        log,
+    )
+    .await;
+    let run: Uuid = elsewhere["run_id"].as_str().unwrap().parse().unwrap();
+    db.wait_delivered(run).await;
+    let after = pr_comments::get(&db.pool, REPO, 7).await.unwrap().unwrap();
+    assert_eq!(after.version, before.version, "not marked for writing");
+
+    let passed = jenkins_build(&serve.base, &scm, "SUCCESS", 5, LATER, "").await;
+    assert_eq!(passed["recorded"], "success", "{passed}");
+    wait_until(Duration::from_secs(30), || async {
+        ours(&issues, 7)
+            .first()
+            .filter(|c| c.body.contains("A later run passed") && c.body.contains("2a4c6e8"))
+            .map(|_| ())
+    })
+    .await;
+    assert_eq!(ours(&issues, 7).len(), 1);
+    assert_eq!(issues.write_count("POST"), 1, "still the same comment");
+}
+
 /// A run's reaction votes: (login, helpful), by login.
 async fn votes(db: &TestDb, run: Uuid) -> Vec<(String, bool)> {
     sqlx::query_as(

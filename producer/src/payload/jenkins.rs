@@ -32,6 +32,16 @@ pub struct PassedBuild {
     pub commit: Option<String>,
     /// The branch, as Git names it locally.
     pub branch: Option<String>,
+    /// The pull request a multibranch build is of (`CHANGE_ID`).
+    pub pull_request: Option<i64>,
+}
+
+impl PassedBuild {
+    /// The GitHub repository (`owner/name`) its SCM is, on the GitHub whose
+    /// web address is `web`.
+    pub fn github_repository(&self, web: &str) -> Option<String> {
+        github_repository(self.repository.as_deref()?, web)
+    }
 }
 
 impl PassedBuild {
@@ -72,6 +82,24 @@ impl FailedBuild {
     pub fn log_name(&self) -> String {
         format!("{}#{}", self.job_name, self.number)
     }
+
+    /// Ties the build to the GitHub whose web address is `web` when its SCM
+    /// is a repository there: the payload's `github_repository`
+    /// (`owner/name`), by which the worker finds its pull request and
+    /// writes its check run and comment.
+    pub fn tie_to_github(&mut self, web: &str) {
+        if let Some(repo) = self
+            .repository
+            .as_deref()
+            .and_then(|url| github_repository(url, web))
+        {
+            self.payload["jenkins"]["github_repository"] = Value::String(repo);
+        }
+    }
+}
+
+fn github_repository(clone_url: &str, web: &str) -> Option<String> {
+    faultline_shared::pr_comment::github_repository(clone_url, web)
 }
 
 /// Parses the body of a notification.
@@ -99,6 +127,7 @@ pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
             branch: scm
                 .and_then(|s| s.branch.as_deref())
                 .map(|b| branch_name(b).to_string()),
+            pull_request: change_id(build.parameters.as_ref()),
         }));
     }
     if !FAILED.contains(&status) {
@@ -120,6 +149,7 @@ pub fn parse(body: &[u8]) -> Result<Notification, PayloadError> {
         "status": status,
         "branch": scm.and_then(|s| s.branch.as_deref()).map(branch_name),
         "target_branch": target_branch(build.parameters.as_ref()),
+        "pull_request": change_id(build.parameters.as_ref()),
         "parameters": build.parameters,
         "log_inline": !log.is_empty(),
     }});
@@ -201,6 +231,17 @@ fn target_branch(parameters: Option<&Value>) -> Option<&str> {
         .filter(|t| !t.is_empty() && t.len() <= 255)
 }
 
+/// The pull request a multibranch pipeline's build is of: its `CHANGE_ID`,
+/// when the build passes it as a parameter and it is a number (GitHub's).
+fn change_id(parameters: Option<&Value>) -> Option<i64> {
+    let id = parameters?.get("CHANGE_ID")?;
+    let n = match id {
+        Value::String(s) => s.trim().parse::<i64>().ok()?,
+        other => other.as_i64()?,
+    };
+    (n > 0).then_some(n)
+}
+
 /// The job's identity: its absolute URL (the build's `full_url` without the
 /// trailing build number) when known, else the relative `url`, else the name.
 fn job_id(n: &Body) -> String {
@@ -270,6 +311,44 @@ mod tests {
             panic!("a failed build");
         };
         assert!(b.payload["jenkins"]["target_branch"].is_null());
+    }
+
+    #[test]
+    fn a_build_of_a_github_repository_is_tied_to_it_with_its_pull_request() {
+        let body = |url: &str, status: &str, change: Value| {
+            json!({"name": "PR-7", "build": {"number": 3, "phase": "COMPLETED", "status": status,
+                   "scm": {"url": url, "branch": "PR-7", "commit": "abc"},
+                   "parameters": {"CHANGE_ID": change}}})
+            .to_string()
+        };
+        let web = "https://github.com";
+        let Ok(Notification::Failed(mut b)) =
+            parse(body("https://github.com/octo/app.git", "FAILURE", json!("7")).as_bytes())
+        else {
+            panic!("a failed build");
+        };
+        b.tie_to_github(web);
+        assert_eq!(b.payload["jenkins"]["github_repository"], "octo/app");
+        assert_eq!(b.payload["jenkins"]["pull_request"], 7);
+        // Another forge's repository is not GitHub's, whatever its path.
+        let Ok(Notification::Failed(mut b)) =
+            parse(body("https://gitlab.com/octo/app.git", "FAILURE", json!("x")).as_bytes())
+        else {
+            panic!("a failed build");
+        };
+        b.tie_to_github(web);
+        assert!(b.payload["jenkins"]["github_repository"].is_null());
+        assert!(
+            b.payload["jenkins"]["pull_request"].is_null(),
+            "not a number"
+        );
+        let Ok(Notification::Passed(p)) =
+            parse(body("git@github.com:octo/app.git", "SUCCESS", json!(9)).as_bytes())
+        else {
+            panic!("a pass");
+        };
+        assert_eq!(p.github_repository(web).as_deref(), Some("octo/app"));
+        assert_eq!(p.pull_request, Some(9));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use axum::{
     response::Response,
 };
 use faultline_producer::payload::jenkins::{self, Notification, PassedBuild};
-use faultline_shared::storage::{events::NewEvent, history};
+use faultline_shared::storage::{events::NewEvent, history, pr_comments};
 
 use super::{AppState, auth, error::AppError, ignored, recorded, require_json, store};
 
@@ -66,11 +66,12 @@ pub async fn webhook(
     }
     require_json(request.headers())?;
     let body = Bytes::from_request(request, &state).await?;
-    let build = match jenkins::parse(&body)? {
+    let mut build = match jenkins::parse(&body)? {
         Notification::Ignored(reason) => return Ok(ignored(reason)),
         Notification::Passed(build) => return record_pass(&state, build).await,
         Notification::Failed(build) => build,
     };
+    build.tie_to_github(&state.config.github_web());
     let (dedup_key, log_name) = (build.dedup_key(), build.log_name());
     let event = NewEvent {
         dedup_key,
@@ -94,16 +95,34 @@ async fn record_pass(state: &AppState, build: PassedBuild) -> Result<Response, A
     let outcome = history::NewOutcome {
         dedup_key: build.dedup_key(),
         source: "jenkins".into(),
-        job_name: Some(build.job_name),
-        repository: build.repository,
-        commit_sha: build.commit,
+        job_name: Some(build.job_name.clone()),
+        repository: build.repository.clone(),
+        commit_sha: build.commit.clone(),
         build_number: Some(build.number.to_string()),
-        branch: build.branch,
+        branch: build.branch.clone(),
         outcome: faultline_producer::payload::github::PASSED.into(),
         ..history::NewOutcome::default()
     };
     let created = history::record_outcome(&state.pool, &outcome)
         .await
         .context("failed to record the outcome")?;
+    // A pull request's Faultline comment that shows an older commit's
+    // failures says that a later build passed, as for GitHub's runs.
+    if let (Some(repository), Some(sha)) = (
+        build.github_repository(&state.config.github_web()),
+        outcome.commit_sha.as_deref(),
+    ) {
+        let pulls: Vec<i64> = build.pull_request.into_iter().collect();
+        pr_comments::mark_passed(
+            &state.pool,
+            &repository,
+            &pulls,
+            build.branch.as_deref(),
+            sha,
+            &build.job_name,
+        )
+        .await
+        .context("failed to mark the pull request's comment")?;
+    }
     Ok(recorded(created))
 }

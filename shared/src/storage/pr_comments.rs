@@ -93,7 +93,7 @@ pub(crate) static JOBS: LazyLock<String> = LazyLock::new(|| {
              SELECT DISTINCT ON (r.event_id) {cols}, e.job_name, x.rerun_state, x.rerun_detail
              FROM failure_events e JOIN analysis_runs r ON r.event_id = e.id
              {RERUN_JOIN}
-             WHERE e.repository = $1 AND e.commit_sha = $2 AND r.shadow_of IS NULL
+             WHERE e.github_repository = $1 AND e.commit_sha = $2 AND r.shadow_of IS NULL
                AND r.status IN ('completed', 'needs_review', 'failed')
              ORDER BY r.event_id, r.created_at DESC
              LIMIT 500) j

@@ -305,14 +305,26 @@ impl Notifier {
         let Some((api, token)) = &self.config.github else {
             return Ok(());
         };
-        // What the webhook handler stored of the delivery (`GithubTarget`).
-        let payload = &payload["github"];
-        let named: Vec<i64> = payload["pull_requests"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_i64)
-            .collect();
+        // What the webhook handler stored of the delivery (`GithubTarget`),
+        // or of a Jenkins build (`CHANGE_ID`, its branch).
+        let (named, branch): (Vec<i64>, _) = if event.source == "jenkins" {
+            let payload = &payload["jenkins"];
+            (
+                payload["pull_request"].as_i64().into_iter().collect(),
+                payload["branch"].as_str(),
+            )
+        } else {
+            let payload = &payload["github"];
+            (
+                payload["pull_requests"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_i64)
+                    .collect(),
+                payload["head_branch"].as_str(),
+            )
+        };
         let gh = deliver::GitHub {
             http: &self.http,
             token,
@@ -321,7 +333,6 @@ impl Notifier {
         if pulls.is_empty() {
             info!(run_id = %run.id, %repository, %sha, "no open pull request of the commit: no comment");
         }
-        let branch = payload["head_branch"].as_str();
         for n in pulls {
             pr_comments::mark_failed(&self.pool, repository, n, branch, sha, event.received_at)
                 .await
@@ -363,7 +374,7 @@ impl Notifier {
         )
         .await?;
         if answered
-            && let (Some(repo), Some(sha)) = (&event.repository, &event.commit_sha)
+            && let (Some(repo), Some(sha)) = (github_repository(event, payload), &event.commit_sha)
             && self.config.pr_comments.contains(repo)
         {
             pr_comments::touch_commit(&self.pool, repo, sha)
@@ -400,6 +411,31 @@ impl Notifier {
             who: format!("{} (CODEOWNERS line {})", o.owners.join(", "), o.line),
             path,
         })
+    }
+
+    /// The GitHub repository (`owner/name`) and commit a run's check run,
+    /// owners and pull-request comment are of: a GitHub event's own, a
+    /// Jenkins build's when the server tied its SCM to a repository of the
+    /// configured GitHub (read from the payload, only when there is a
+    /// GitHub to write to).
+    async fn github_target(
+        &self,
+        event: Option<&events::EventRow>,
+        cache: &mut Option<Value>,
+    ) -> Result<Option<(String, String)>, String> {
+        let Some(e) = event else { return Ok(None) };
+        let Some(sha) = e.commit_sha.clone() else {
+            return Ok(None);
+        };
+        let repo = match e.source.as_str() {
+            "github" => e.repository.clone(),
+            "jenkins" if self.config.github.is_some() => {
+                let payload = self.payload(e, cache).await?;
+                github_repository(e, payload).cloned()
+            }
+            _ => None,
+        };
+        Ok(repo.map(|r| (r, sha)))
     }
 
     /// The event's stored payload, read once per delivery for the targets
@@ -478,8 +514,9 @@ impl Notifier {
             let Some(run) = runs::get(&self.pool, row.run_id).await? else {
                 return Ok(());
             };
-            if let Some(e) = events::get(&self.pool, run.event_id).await?
-                && let (Some(repo), Some(sha)) = (&e.repository, &e.commit_sha)
+            if let Some((e, payload)) = events::get_with_payload(&self.pool, run.event_id).await?
+                && let payload = payload.unwrap_or_default()
+                && let (Some(repo), Some(sha)) = (github_repository(&e, &payload), &e.commit_sha)
                 && self.config.pr_comments.contains(repo)
             {
                 pr_comments::touch_commit(&self.pool, repo, sha).await?;
@@ -511,10 +548,15 @@ impl Notifier {
                 Err(e) => errors.push(e),
             }
         }
-        let github_target = event
-            .as_ref()
-            .filter(|e| e.source == "github")
-            .and_then(|e| Some((e.repository.clone()?, e.commit_sha.clone()?)))
+        let mut payload = None;
+        let github_target = match self.github_target(event.as_ref(), &mut payload).await {
+            Ok(target) => target,
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let github_target = github_target
             // The token writes only where the operator allows it: a run of a
             // repository outside FAULTLINE_ALLOWED_REPOSITORIES (one that
             // came through `enqueue` or reprocessing) gets no check run.
@@ -551,7 +593,6 @@ impl Notifier {
                 Err(e) => errors.push(e),
             }
         }
-        let mut payload = None;
         // Before the comment is marked, so that its first version says so.
         if let Some(e) = &event
             && e.repository
@@ -603,5 +644,18 @@ impl Notifier {
                 error: errors.join("; "),
             }
         })
+    }
+}
+
+/// The `owner/name` of an event's GitHub repository: a GitHub event's
+/// repository, a Jenkins build's `jenkins.github_repository` (see
+/// `failure_events.github_repository`).
+fn github_repository<'a>(event: &'a events::EventRow, payload: &'a Value) -> Option<&'a String> {
+    match event.source.as_str() {
+        "github" => event.repository.as_ref(),
+        _ => match &payload["jenkins"]["github_repository"] {
+            Value::String(s) => Some(s),
+            _ => None,
+        },
     }
 }
