@@ -22,7 +22,9 @@
 //! closely following them counts most; a step that exited 0 while another
 //! failed counts least; the first failed step beats later ones), by
 //! repetition elsewhere in the log and by position; the best window, plus
-//! any close runner-up, fills the excerpt.
+//! any runner-up the learned ranking finds at least half as likely, fills
+//! the excerpt (the diagnosis reads the hand-set ranking's best block and
+//! its close runners-up, [`Excerpt::evidence`]).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -51,8 +53,8 @@ pub struct ExcerptLine {
 /// what the log's structure says about the step that failed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Excerpt {
-    /// The lines shown: the block the learned ranking puts first, and close
-    /// runners-up ([`super::ranker`]).
+    /// The lines shown: the block the learned ranking puts first, and the
+    /// runners-up it finds at least half as likely ([`super::ranker`]).
     pub lines: Vec<ExcerptLine>,
     /// The lines the diagnosis reads when they are not [`Excerpt::lines`]:
     /// the block the hand-set ranking puts first (the recognisers' rules
@@ -143,9 +145,12 @@ pub struct ExcerptOptions {
     /// A failure footer this many non-blank lines after a window marks it
     /// as the failing step's explanation.
     pub footer_distance: u64,
-    /// Further windows join the best one if their value reaches this
-    /// fraction of the best value.
+    /// Further blocks join the best one in the lines shown if the learned
+    /// ranking finds them at least this fraction as likely.
     pub secondary_ratio: f32,
+    /// The same for the lines the diagnosis reads, under the hand-set
+    /// ranking ([`Excerpt::evidence`]).
+    pub read_ratio: f32,
     /// The last green log of the same job: a line it also printed (once
     /// normalised) is the job's usual noise, so it neither opens a window
     /// nor counts as signal in one (it may still be context inside a block).
@@ -163,7 +168,8 @@ impl Default for ExcerptOptions {
             max_line_bytes: 4096,
             max_windows: 16,
             footer_distance: 15,
-            secondary_ratio: 0.9,
+            secondary_ratio: 0.5,
+            read_ratio: 0.9,
             baseline: None,
             candidates: false,
         }

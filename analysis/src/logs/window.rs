@@ -661,8 +661,8 @@ impl<'o> State<'o> {
                 i,
             ));
         }
-        let (lines, _) = select(&windows, shown_order, opts);
-        let (read, rest) = select(&windows, read_order, opts);
+        let (lines, _) = select(&windows, shown_order, opts.secondary_ratio, opts);
+        let (read, rest) = select(&windows, read_order, opts.read_ratio, opts);
         let aside = aside_lines(rest.into_iter().map(|i| &windows[i]), &read, failed);
         let evidence = if read == lines { Vec::new() } else { read };
         let skip = self.ring.len().saturating_sub(TAIL_LINES);
@@ -687,11 +687,13 @@ impl<'o> State<'o> {
 }
 
 /// The lines of the best block in `order` (value, index into `windows`)
-/// and of any close runner-up, in log order, at most `max_lines`; and the
-/// blocks left out (not the fallback tail's).
+/// and of any runner-up whose value reaches `ratio` of the best, in log
+/// order, at most `max_lines`; and the blocks left out (not the fallback
+/// tail's).
 fn select(
     windows: &[Window],
     mut order: Vec<(f32, usize)>,
+    ratio: f32,
     opts: &ExcerptOptions,
 ) -> (Vec<ExcerptLine>, Vec<usize>) {
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -701,10 +703,7 @@ fn select(
     for (value, i) in order {
         let w = &windows[i];
         let room = opts.max_lines.saturating_sub(lines.len());
-        if !rest.is_empty()
-            || room == 0
-            || (!lines.is_empty() && value < opts.secondary_ratio * best)
-        {
+        if !rest.is_empty() || room == 0 || (!lines.is_empty() && value < ratio * best) {
             rest.push(i);
             continue;
         }
@@ -769,6 +768,43 @@ fn aside_lines<'w>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block(no: u64, text: &str) -> Window {
+        Window {
+            lines: vec![Stored {
+                line: ExcerptLine {
+                    line_no: no,
+                    text: text.into(),
+                    score: 1.0,
+                },
+                hash: no,
+                core: true,
+                dups: 0,
+                hidden: false,
+                wrapper: false,
+            }],
+            ..Window::default()
+        }
+    }
+
+    #[test]
+    fn a_runner_up_joins_when_it_reaches_the_ratio_of_the_best() {
+        let opts = ExcerptOptions::default();
+        let windows = [
+            block(10, "error: the cause"),
+            block(40, "FAILED: the report"),
+            block(70, "warning: noise"),
+        ];
+        let order = vec![(1.0, 0), (0.6, 1), (0.3, 2)];
+        let shown = |ratio| {
+            let (lines, rest) = select(&windows, order.clone(), ratio, &opts);
+            (lines.iter().map(|l| l.line_no).collect::<Vec<_>>(), rest)
+        };
+        // Shown: any block the ranking finds at least half as likely.
+        assert_eq!(shown(opts.secondary_ratio), (vec![10, 40], vec![2]));
+        // Read by the diagnosis: only close runners-up.
+        assert_eq!(shown(opts.read_ratio), (vec![10], vec![1, 2]));
+    }
 
     #[test]
     fn wrapper_lines_do_not_push_a_block_away_from_its_footer() {
