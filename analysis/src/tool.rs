@@ -499,6 +499,10 @@ pub struct FailureHistory {
 #[serde(default)]
 pub struct BranchHistory {
     pub branch: String,
+    /// The job read there when it is not the failure's own: a Jenkins
+    /// multibranch pipeline's job named after the branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
     pub history: History,
 }
 

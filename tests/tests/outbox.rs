@@ -891,7 +891,8 @@ async fn a_jenkins_pull_request_job_is_already_failing_when_the_target_branch_jo
     let why = pr["origin_evidence"][0].as_str().unwrap();
     assert!(
         why.starts_with(
-            "job `PR-7` on `main` was failing before this change: since build 41, commit bbbbbbb"
+            "the target branch's job `main` was failing before this change: since build 41, \
+             commit bbbbbbb"
         ) && why.ends_with("last passed on aaaaaaa"),
         "{why}"
     );

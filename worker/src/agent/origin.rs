@@ -230,7 +230,14 @@ pub fn decide(
     // base, else the default branch) when the failure says which branch
     // that is; else anywhere in the job's history.
     if let Some(why) = match &read.target {
-        Some(t) => already_failing(&t.history, commit, &format!("{subject} on `{}`", t.branch)),
+        Some(t) => {
+            let on = match (&t.job, &read.test) {
+                (Some(j), Some(test)) => format!("test `{test}` in the target branch's job `{j}`"),
+                (Some(j), None) => format!("the target branch's job `{j}`"),
+                (None, _) => format!("{subject} on `{}`", t.branch),
+            };
+            already_failing(&t.history, commit, &on)
+        }
         None => already_failing(h, commit, &subject),
     } {
         return (Origin::AlreadyFailing, vec![why]);
@@ -361,6 +368,7 @@ mod tests {
         pr.branch = Some("feature".into());
         pr.target = Some(BranchHistory {
             branch: "main".into(),
+            job: None,
             history: read("ccccccc1", vec![outcome("success", "aaaaaaa1", "5")]).history,
         });
         let (o, why) = decide(Category::TestFailure, Some(&pr), &[]);
@@ -368,6 +376,7 @@ mod tests {
         // The base branch fails since build 3 and has not passed since.
         pr.target = Some(BranchHistory {
             branch: "main".into(),
+            job: None,
             history: read(
                 "ccccccc1",
                 vec![

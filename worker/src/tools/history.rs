@@ -113,6 +113,7 @@ impl Tool for FailureHistory {
             let target = match &target_branch {
                 Some(b) => Some(tool::BranchHistory {
                     branch: b.clone(),
+                    job: multibranch.then(|| b.clone()),
                     history: observed(
                         read(
                             ctx,
