@@ -938,8 +938,12 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
     const B: &str = "bbbbbbb222222222222222222222222222222222";
     const D: &str = "ddddddd444444444444444444444444444444444";
     const E: &str = "eeeeeee555555555555555555555555555555555";
+    const F: &str = "fffffff666666666666666666666666666666666";
     let db = TestDb::new().await;
     let mut pulls = FakePulls::default();
+    pulls
+        .pulls
+        .insert(F.into(), (14, vec!["shop/pricing.py".into()]));
     pulls.pulls.insert(
         B.into(),
         (12, vec!["README.md".into(), "src/module1.ts".into()]),
@@ -1027,6 +1031,39 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
         why.starts_with("the change's files were not read (commit eeeeeee)") && why.contains("404"),
         "{why}"
     );
+    // A file the change touched that only a stack frame names (the report
+    // names the test file): the frame is the failure's too.
+    let event = NewEvent {
+        dedup_key: "github:delivery:change-frames".into(),
+        source: "github".into(),
+        job_name: Some("CI / unit".into()),
+        build_number: Some("8".into()),
+        repository: Some("octo-org/octo-repo".into()),
+        commit_sha: Some(F.into()),
+        ..NewEvent::default()
+    };
+    let log = "##[group]Run pytest -q\npytest -q\n##[endgroup]\n\
+        =================================== FAILURES ===================================\n\
+        __________________________________ test_total __________________________________\n\
+        Traceback (most recent call last):\n\
+          File \"/home/runner/work/octo-repo/octo-repo/tests/test_cart.py\", line 8, in test_total\n\
+            assert cart.total() == 3\n\
+          File \"/home/runner/work/octo-repo/octo-repo/shop/pricing.py\", line 41, in total\n\
+            return sum(p.price for p in self.items) / self.count\n\
+        ZeroDivisionError: division by zero\n\
+        =========================== short test summary info ============================\n\
+        FAILED tests/test_cart.py::test_total - ZeroDivisionError: division by zero\n\
+        ============================== 1 failed in 0.12s ===============================\n\
+        ##[error]Process completed with exit code 1.\n";
+    let run = db.ingest(&event, log.as_bytes(), 8).await;
+    let result = finished_result(&db, run).await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    let why = result["origin_evidence"][0].as_str().unwrap();
+    assert!(
+        why.contains("pull request #14") && why.contains("`shop/pricing.py`"),
+        "{why}"
+    );
+
     // Journaled with the history, like any tool call.
     let (observation,): (Value,) = sqlx::query_as(
         "SELECT s.observation FROM run_steps s JOIN analysis_runs r ON r.id = s.run_id

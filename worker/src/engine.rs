@@ -511,11 +511,15 @@ impl Engine {
         );
         // From the log's diagnosis, whichever reasoner drafted.
         let specifics = specifics::of(journal);
-        let (origin, origin_evidence) = origin::decide(
-            draft.category,
-            origin::history_of(journal).as_ref(),
-            &origin::failure_files(&specifics),
-        );
+        // The files the failure names: its report's, then its stack frames'.
+        let mut files = origin::failure_files(&specifics);
+        for f in origin::frame_files(journal) {
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
+        let (origin, origin_evidence) =
+            origin::decide(draft.category, origin::history_of(journal).as_ref(), &files);
         let answer = FinalAnswer {
             category: draft.category,
             root_cause: draft.root_cause.clone(),

@@ -58,6 +58,76 @@ pub fn failure_files(specifics: &Specifics) -> Vec<String> {
     files
 }
 
+/// Most stack-frame files read from a failure's excerpt.
+const MAX_FRAME_FILES: usize = 100;
+
+/// The source files of the stack frames in the lines a failure's excerpt
+/// shows (the first `log_excerpt` of the failing log, as journaled), in
+/// log order: Python's `File "x.py", line 3`, the JVM's `at
+/// com.acme.Cart.total(Cart.java:42)` (as `com/acme/Cart.java`), Node's `at
+/// f (/w/src/cart.js:10:5)`, Ruby's `cart.rb:12:in`, Go's `/w/cart.go:42
+/// +0x1d`, Rust's `panicked at src/cart.rs:10:5`, PHP's `#0 /w/Cart.php(12)`,
+/// .NET's `in /w/Cart.cs:line 42`. Third-party packages' frames
+/// (`node_modules`, `site-packages`) are left out: a change touching what
+/// fails is the project's own file.
+pub fn frame_files(journal: &[StepRecord]) -> Vec<String> {
+    static FRAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(concat!(
+            r#"File "(?P<py>[^"]+\.pyx?)", line \d+"#,
+            r"|\bat (?P<jvm>(?:[A-Za-z_][\w$]*\.)+)[\w$<>]+\((?P<jfile>[\w$]+\.(?:java|kt|scala|groovy)):\d+\)",
+            r"|\bat (?:[^()\s]+ \()?(?P<js>[^\s():]+\.(?:js|mjs|cjs|ts|tsx|jsx)):\d+:\d+\)?\s*$",
+            r"|^\s*(?:from )?(?P<rb>[^\s:]+\.rb):\d+:in ",
+            r"|^\s+(?P<go>/[^\s:]+\.go):\d+(?: \+0x[0-9a-f]+)?\s*$",
+            r"|panicked at (?:'.*', )?(?P<rs>[^\s:']+\.rs):\d+:\d+",
+            r"|^#\d+ (?P<php>[^\s(]+\.php)\(\d+\)",
+            r"| in (?P<cs>[^\s:]*[/\\][^:]+\.cs):line \d+",
+        ))
+        .expect("built-in pattern compiles")
+    });
+    let Some(lines) = journal
+        .iter()
+        .filter(|s| ToolName::LogExcerpt.is(&s.action))
+        .find(|s| s.observation["mode"].as_str() == Some("failure"))
+        .and_then(|s| s.observation["lines"].as_array())
+    else {
+        return Vec::new();
+    };
+    let mut files: Vec<String> = Vec::new();
+    for text in lines.iter().filter_map(|l| l["text"].as_str()) {
+        let Some(c) = FRAME.captures(text) else {
+            continue;
+        };
+        let file = if let (Some(pkg), Some(file)) = (c.name("jvm"), c.name("jfile")) {
+            // `com.acme.Cart$Line.` names the class: its package is the path.
+            let segments: Vec<&str> = pkg.as_str().trim_end_matches('.').split('.').collect();
+            let dir = segments[..segments.len().saturating_sub(1)].join("/");
+            if dir.is_empty() {
+                file.as_str().to_string()
+            } else {
+                format!("{dir}/{}", file.as_str())
+            }
+        } else {
+            match ["py", "js", "rb", "go", "rs", "php", "cs"]
+                .iter()
+                .find_map(|n| c.name(n))
+            {
+                Some(m) => m.as_str().replace('\\', "/"),
+                None => continue,
+            }
+        };
+        let third_party = ["node_modules/", "site-packages/", "dist-packages/"]
+            .iter()
+            .any(|p| file.contains(p));
+        if !third_party && !file.starts_with("node:") && !files.contains(&file) {
+            files.push(file);
+            if files.len() >= MAX_FRAME_FILES {
+                break;
+            }
+        }
+    }
+    files
+}
+
 /// Other repositories failing the same way at the same time from which a
 /// failure is the infrastructure's.
 const OTHER_REPOSITORIES: i64 = 2;
@@ -418,6 +488,72 @@ mod tests {
         ] {
             assert!(!same_file(changed, logged), "{logged}");
         }
+    }
+
+    #[test]
+    fn stack_frames_name_the_project_s_files_and_a_touched_one_decides() {
+        let lines: Vec<serde_json::Value> = [
+            "Traceback (most recent call last):",
+            r#"  File "/home/runner/work/shop/shop/shop/cart.py", line 41, in total"#,
+            r#"  File "/usr/lib/python3/site-packages/decimal_ext/core.py", line 9, in q"#,
+            "java.lang.NullPointerException: price",
+            "\tat com.acme.shop.Cart$Line.total(Cart.java:42)",
+            "\tat org.junit.runners.ParentRunner.run(ParentRunner.java:363)",
+            "    at Basket.sum (/home/runner/work/shop/shop/web/src/basket.ts:10:5)",
+            "    at Object.<anonymous> (node_modules/jest-circus/build/run.js:1:1)",
+            "/w/app/models/order.rb:12:in `place'",
+            "\t/home/runner/work/shop/shop/pkg/tax/tax.go:42 +0x1d",
+            "thread 'sum' panicked at src/ledger.rs:10:5:",
+            "#0 /var/www/src/Invoice.php(12): Invoice->total()",
+            "   at Shop.Cart.Total() in /w/src/Cart.cs:line 42",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"n": i + 1, "text": t}))
+        .collect();
+        let journal = vec![StepRecord {
+            action: ToolName::LogExcerpt.as_str().into(),
+            observation: serde_json::json!({"mode": "failure", "lines": lines}),
+            ..StepRecord::default()
+        }];
+        let files = frame_files(&journal);
+        assert_eq!(
+            files,
+            [
+                "/home/runner/work/shop/shop/shop/cart.py",
+                "com/acme/shop/Cart.java",
+                "org/junit/runners/ParentRunner.java",
+                "/home/runner/work/shop/shop/web/src/basket.ts",
+                "/w/app/models/order.rb",
+                "/home/runner/work/shop/shop/pkg/tax/tax.go",
+                "src/ledger.rs",
+                "/var/www/src/Invoice.php",
+                "/w/src/Cart.cs",
+            ]
+        );
+        // A change that touched a frame's file and no file of the report:
+        // with no pass on record, the change is what fails.
+        let change = ChangedFiles {
+            source: "pull request #3".into(),
+            files: vec![
+                "README.md".into(),
+                "core/src/main/java/com/acme/shop/Cart.java".into(),
+            ],
+            truncated: false,
+            error: None,
+        };
+        let mut first = read("bbbbbbb1", vec![outcome("failure", "bbbbbbb1", "5")]);
+        first.change = Some(change);
+        assert_eq!(
+            decide(Category::CodeError, Some(&first), &[]).0,
+            Origin::Unknown
+        );
+        let (o, why) = decide(Category::CodeError, Some(&first), &files);
+        assert_eq!(o, Origin::ThisChange, "{why:?}");
+        assert!(
+            why[0].contains("`core/src/main/java/com/acme/shop/Cart.java`"),
+            "{why:?}"
+        );
     }
 
     #[test]
