@@ -248,14 +248,7 @@ impl Notifier {
         // head commit; without one (or unreadable) the comment names none.
         let owners =
             pr_comment::code_owners(&gh, api, &comment.repository, &comment.head_sha).await;
-        let owners_of = |path: &str| {
-            let o = owners.as_ref()?.owners_of(path)?;
-            Some(format!(
-                "{} (CODEOWNERS line {})",
-                o.owners.join(", "),
-                o.line
-            ))
-        };
+        let owners_of = |path: &str| Some(owners.as_ref()?.owners_of(path)?.described());
         let body = pr_comment::render(
             &comment,
             &jobs,
@@ -408,7 +401,7 @@ impl Notifier {
         let owners = pr_comment::code_owners(&gh, api, repository, sha).await?;
         let o = owners.owners_of(&path)?;
         Some(deliver::FileOwners {
-            who: format!("{} (CODEOWNERS line {})", o.owners.join(", "), o.line),
+            who: o.described(),
             path,
         })
     }

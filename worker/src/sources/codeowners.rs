@@ -33,6 +33,13 @@ pub struct Owners {
     pub line: usize,
 }
 
+impl Owners {
+    /// As notifications show it: `@org/team, @user (CODEOWNERS line 12)`.
+    pub fn described(&self) -> String {
+        format!("{} (CODEOWNERS line {})", self.owners.join(", "), self.line)
+    }
+}
+
 /// Why a CODEOWNERS file gives no owners at all.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CodeOwnersError {

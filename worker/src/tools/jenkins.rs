@@ -25,7 +25,7 @@ const MAX_BUILD: u64 = 1 << 53;
 pub struct JenkinsConsole(pub Arc<JenkinsClient>);
 
 /// The arguments of `jenkins_console`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
     part: Option<Part>,
@@ -173,13 +173,7 @@ pub(super) fn failing_console(
     event: Option<&EventRow>,
     payload: &Value,
 ) -> Option<Url> {
-    let no_args = Args {
-        part: None,
-        max_bytes: None,
-        job: None,
-        build: None,
-    };
-    console_url(jenkins, &no_args, event, payload).ok()
+    console_url(jenkins, &Args::default(), event, payload).ok()
 }
 
 /// The failure's own job under `JENKINS_URL` (`…/job/a/job/b`), from the
