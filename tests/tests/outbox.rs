@@ -723,6 +723,8 @@ struct FakePulls {
     pulls: std::collections::HashMap<String, (u64, Vec<String>)>,
     /// File pages served, per pull request.
     pages: std::sync::Arc<std::sync::Mutex<Vec<(u64, usize)>>>,
+    /// Pushed commit (no pull request) → the commits since `base`: (base, files).
+    pushes: std::collections::HashMap<String, (String, Vec<String>)>,
 }
 
 impl wiremock::Respond for FakePulls {
@@ -742,8 +744,19 @@ impl wiremock::Respond for FakePulls {
                     "number": n, "state": "open", "head": {"sha": sha},
                     "html_url": format!("https://github.com/octo-org/octo-repo/pull/{n}"),
                 }])),
+                None if self.pushes.contains_key(*sha) => github_json(json!([])),
                 None => github_error(404, "Not Found"),
             },
+            ["repos", _, _, "compare", range] => {
+                let (base, head) = range.split_once("...").unwrap();
+                match self.pushes.get(head).filter(|(b, _)| b == base) {
+                    Some((_, files)) => github_json(json!({
+                        "status": "ahead", "ahead_by": 2, "behind_by": 0,
+                        "files": files.iter().map(|f| json!({"filename": f, "status": "modified"})).collect::<Vec<_>>(),
+                    })),
+                    None => github_error(404, "Not Found"),
+                }
+            }
             ["repos", _, _, "pulls", n, "files"] => {
                 let n: u64 = n.parse().unwrap();
                 let Some((_, files)) = self.pulls.values().find(|(p, _)| *p == n) else {
@@ -944,6 +957,14 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
     pulls
         .pulls
         .insert(F.into(), (14, vec!["shop/pricing.py".into()]));
+    const G: &str = "0a0a0a0777777777777777777777777777777777";
+    pulls.pushes.insert(
+        G.into(),
+        (
+            A.into(),
+            vec!["docs/guide.md".into(), "src/module2.ts".into()],
+        ),
+    );
     pulls.pulls.insert(
         B.into(),
         (12, vec!["README.md".into(), "src/module1.ts".into()]),
@@ -952,7 +973,7 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
     pulls.pulls.insert(D.into(), (13, huge));
     let fake = MockServer::start().await;
     Mock::given(path_regex(
-        r"^/repos/octo-org/octo-repo/(commits/[0-9a-f]+/pulls|pulls/\d+/files)$",
+        r"^/repos/octo-org/octo-repo/(commits/[0-9a-f]+/pulls|pulls/\d+/files|compare/[0-9a-f]+\.\.\.[0-9a-f]+)$",
     ))
     .and(header("authorization", "Bearer ghs_test_token"))
     .respond_with(pulls.clone())
@@ -1031,6 +1052,18 @@ async fn this_change_names_the_touched_files_the_failure_names_and_a_huge_change
         why.starts_with("the change's files were not read (commit eeeeeee)") && why.contains("404"),
         "{why}"
     );
+    // A push with no pull request: its change is every commit since the
+    // job last passed (GitHub's compare), not only the pushed commit.
+    job_passes(&db, "CI / push", A, "9").await;
+    let result = job_fails(&db, "CI / push", G, "10").await;
+    assert_eq!(result["origin"], "this_change", "{result:#}");
+    assert_eq!(
+        result["origin_evidence"][1],
+        "the change (the commits since aaaaaaa, the job's last pass, 2 files) touched \
+         `src/module2.ts`, which the failure names",
+        "{result:#}"
+    );
+
     // A file the change touched that only a stack frame names (the report
     // names the test file): the frame is the failure's too.
     let event = NewEvent {

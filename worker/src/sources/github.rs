@@ -150,6 +150,14 @@ pub struct RunRef {
     pub html_url: Option<String>,
 }
 
+/// Most files GitHub lists in a comparison of two commits.
+const COMPARE_FILES: usize = 300;
+
+/// A full or abbreviated commit SHA (and nothing a URL path could misread).
+fn is_sha(s: &str) -> bool {
+    (7..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 pub struct GithubClient {
     cfg: GithubConfig,
     http: reqwest::Client,
@@ -366,13 +374,17 @@ impl GithubClient {
 
     /// The files the change under test touched: those of the open pull
     /// request whose head is `sha` (`GET …/commits/{sha}/pulls`, then
-    /// `GET …/pulls/{n}/files`, 100 a page), else the commit's own
-    /// (`GET …/commits/{sha}`, 100 a page). At most `max` paths are read:
-    /// a change of 10,000 files is read as its first `max`, `truncated`.
+    /// `GET …/pulls/{n}/files`, 100 a page); else, for a push, those of
+    /// every commit since the job's last pass `since` (`GET
+    /// …/compare/{since}...{sha}`, whose `files` GitHub caps at 300); else
+    /// the commit's own (`GET …/commits/{sha}`, 100 a page). At most `max`
+    /// paths are read: a change of 10,000 files is read as its first
+    /// `max`, `truncated`.
     pub async fn changed_files(
         &self,
         repo: &(String, String),
         sha: &str,
+        since: Option<&str>,
         max: usize,
     ) -> Result<tool::ChangedFiles, ApiError> {
         self.in_scope(repo)?;
@@ -386,6 +398,37 @@ impl GithubClient {
             .flatten()
             .filter(|p| p["state"] == "open")
             .find_map(|p| p["number"].as_u64());
+        if let Some(base) = since.filter(|b| pull.is_none() && *b != sha && is_sha(b)) {
+            let url = self.repo_url(repo, &["compare", &format!("{base}...{sha}")]);
+            let short = faultline_shared::text::truncate_chars(base, 7);
+            let what = format!("the commits since {short}");
+            match self.get_json(&what, url).await {
+                Ok(body) => {
+                    let mut files: Vec<String> = body["files"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|f| f["filename"].as_str())
+                        .map(str::to_string)
+                        .collect();
+                    let truncated = files.len() >= COMPARE_FILES || files.len() > max;
+                    files.truncate(max);
+                    return Ok(tool::ChangedFiles {
+                        source: format!("the commits since {short}, the job's last pass"),
+                        files,
+                        truncated,
+                        error: None,
+                    });
+                }
+                // The last pass's commit is gone (a force-push) or
+                // unrelated: the commit's own files stand in.
+                Err(ApiError::NotFound { .. })
+                | Err(ApiError::Permanent {
+                    status: Some(422), ..
+                }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let (source, segments): (String, Vec<String>) = match pull {
             Some(n) => (
                 format!("pull request #{n}"),

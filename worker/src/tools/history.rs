@@ -132,7 +132,15 @@ impl Tool for FailureHistory {
             // The change's files, for the failure's own history only (a
             // model asking about another job reads no change).
             let change = match &event {
-                Some(e) if own => self.changed_files(e, &payload).await,
+                Some(e) if own => {
+                    // A push's change is every commit since the job last
+                    // passed, on its target branch when that is known.
+                    let since = target
+                        .as_ref()
+                        .and_then(|t| t.history.last_passing_commit.clone())
+                        .or_else(|| h.last_passing_commit.clone());
+                    self.changed_files(e, &payload, since.as_deref()).await
+                }
                 _ => None,
             };
             // The same failure in other repositories at the same time.
@@ -172,6 +180,7 @@ impl FailureHistory {
         &self,
         event: &EventRow,
         payload: &serde_json::Value,
+        since: Option<&str>,
     ) -> Option<tool::ChangedFiles> {
         let unread = |source: String, e: crate::sources::ApiError| tool::ChangedFiles {
             source,
@@ -183,7 +192,7 @@ impl FailureHistory {
                 let repo = event.repository.as_deref().and_then(parse_repo)?;
                 let sha = event.commit_sha.as_deref()?;
                 Some(
-                    gh.changed_files(&repo, sha, MAX_CHANGED_FILES)
+                    gh.changed_files(&repo, sha, since, MAX_CHANGED_FILES)
                         .await
                         .unwrap_or_else(|e| {
                             unread(format!("commit {}", truncate_chars(sha, 7)), e)
