@@ -640,15 +640,15 @@ impl Notifier {
     }
 }
 
-/// The `owner/name` of an event's GitHub repository: a GitHub event's
-/// repository, a Jenkins build's `jenkins.github_repository` (see
-/// `failure_events.github_repository`).
+/// The `owner/name` an event's pull-request comment is keyed by: a Jenkins
+/// build's `jenkins.github_repository`, any other event's repository (as
+/// `failure_events.github_repository` derives it).
 fn github_repository<'a>(event: &'a events::EventRow, payload: &'a Value) -> Option<&'a String> {
     match event.source.as_str() {
-        "github" => event.repository.as_ref(),
-        _ => match &payload["jenkins"]["github_repository"] {
+        "jenkins" => match &payload["jenkins"]["github_repository"] {
             Value::String(s) => Some(s),
             _ => None,
         },
+        _ => event.repository.as_ref(),
     }
 }
