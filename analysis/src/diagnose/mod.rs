@@ -135,6 +135,10 @@ struct Compiled {
     vendored: usize,
     /// The rule a caught uncaught-error "assertion" becomes.
     uncaught: usize,
+    /// A missing Python module, and the rule it becomes when it is the
+    /// project's own ([`own_modules`]).
+    no_module: usize,
+    own_module: usize,
 }
 
 fn rule_index(id: &str) -> usize {
@@ -173,6 +177,8 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         steps,
         vendored: rule_index("dep.vendored_error"),
         uncaught: rule_index("js.uncaught"),
+        no_module: rule_index("python.no_module"),
+        own_module: rule_index("python.own_module"),
     }
 });
 
@@ -428,6 +434,14 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             i += 1;
         }
     }
+    let texts: Vec<String> = excerpt
+        .read_lines()
+        .iter()
+        .chain(&excerpt.aside)
+        .map(|l| clean_line(&l.text).trim().to_string())
+        .chain(excerpt.tail.iter().map(|(_, t)| t.clone()))
+        .collect();
+    own_modules(&mut hits, &texts);
     hits
 }
 
@@ -448,11 +462,81 @@ const ASIDE_CONFLICT: f32 = 0.8;
 /// without an excerpt.
 pub fn diagnose_text(text: &str) -> Diagnosis {
     let mut hits = Vec::new();
+    let mut texts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let clean = clean_line(line);
         collect(&mut hits, i as u64 + 1, clean.trim());
+        texts.push(clean.into_owned());
     }
+    own_modules(&mut hits, &texts);
     diagnose_hits(hits, None, None)
+}
+
+/// A Python package directory of the checkout, as a frame or a test
+/// report names it: under a CI workspace (Travis, GitHub Actions, GitLab,
+/// containers), optionally under `src/` or `lib/`, or relative to the
+/// project's root as pytest prints it.
+static PROJECT_DIR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r#"(?:/home/travis/build/[^/\s"']+/[^/\s"']+|/home/runner/work/[^/\s"']+/[^/\s"']+|/builds/[^/\s"']+/[^/\s"']+|/__w/[^/\s"']+/[^/\s"']+|/github/workspace)"#,
+        r#"/(?:src/|lib/)?(?P<dir>[A-Za-z_]\w*)/[^\s"':]*\.py\b"#,
+        r#"|^(?:src/)?(?P<rel>[A-Za-z_]\w*)/[\w/.-]*\.py:\d+: in "#,
+    ))
+    .expect("built-in pattern compiles")
+});
+
+/// An import statement: the dotted path it imports.
+static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:>\s+)?(?:from\s+(?P<from>[\w.]+)\s+import\b|import\s+(?P<import>[\w.]+))")
+        .expect("built-in pattern compiles")
+});
+
+/// A missing Python module that is the project's own — its top-level
+/// package is a directory of the checkout, as the lines read show it —
+/// is a broken import in the project's code (the rubric's CODE_ERROR),
+/// not a third-party package missing. Python 2 names only the module's
+/// last part (`No module named groups`): the import statement printed
+/// above it names the rest.
+fn own_modules<S: AsRef<str>>(hits: &mut [Hit], texts: &[S]) {
+    if !hits.iter().any(|h| h.rule == COMPILED.no_module) {
+        return;
+    }
+    let dirs: Vec<String> = texts
+        .iter()
+        .flat_map(|t| PROJECT_DIR.captures_iter(t.as_ref()))
+        .filter_map(|c| c.name("dir").or_else(|| c.name("rel")))
+        .map(|m| m.as_str().to_string())
+        .collect();
+    if dirs.is_empty() {
+        return;
+    }
+    let imports: Vec<String> = texts
+        .iter()
+        .filter_map(|t| IMPORT.captures(t.as_ref().trim()))
+        .filter_map(|c| c.name("from").or_else(|| c.name("import")))
+        .map(|m| m.as_str().to_string())
+        .collect();
+    for h in hits.iter_mut().filter(|h| h.rule == COMPILED.no_module) {
+        let Some(module) = h.captures.get("pkg").cloned() else {
+            continue;
+        };
+        let full = if module.contains('.') {
+            module.clone()
+        } else {
+            imports
+                .iter()
+                .find(|p| p.ends_with(&format!(".{module}")))
+                .cloned()
+                .unwrap_or_else(|| module.clone())
+        };
+        let top = full.split('.').next().unwrap_or_default();
+        if dirs.iter().any(|d| d == top) {
+            h.rule = COMPILED.own_module;
+            h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE;
+            h.captures.remove("pkg");
+            h.captures.insert("module", full);
+        }
+    }
 }
 
 /// Uncaught error types: an "assertion" or "expectation" that reports one

@@ -862,3 +862,63 @@ fn checks_beside_the_compiler_are_code_errors() {
         );
     }
 }
+
+#[test]
+fn maven_s_dependency_goals_name_the_step_only_when_nothing_else_runs() {
+    for cmd in [
+        "mvn dependency:go-offline",
+        "mvn -B -q clean dependency:resolve dependency:resolve-plugins",
+        "./mvnw dependency:tree -Dverbose",
+    ] {
+        assert_eq!(step_kind(cmd), Some(Kind::Dependency), "{cmd}");
+    }
+    // The goals list the dependencies, then the tests run: a test step.
+    assert_eq!(
+        step_kind("mvn clean dependency:list test -Pcoverage -Dsort"),
+        Some(Kind::TestFailed)
+    );
+}
+
+#[test]
+fn a_jvm_flag_that_names_out_of_memory_is_not_one() {
+    // The JVM's own options name the error they react to; a daemon's
+    // settings print them (invented values).
+    let d = diagnose_text(
+        "Received result Failure[value=Execution failed for task ':compileTestJava'.] from daemon \
+         DaemonInfo{pid=4121, context=DefaultDaemonContext[javaHome=/usr/lib/jvm/java-8, \
+         daemonOpts=-XX:MaxMetaspaceSize=256m,-XX:+HeapDumpOnOutOfMemoryError,-Xmx512m]}",
+    );
+    assert_ne!(d.category, Category::InfraError, "{d:#?}");
+    diagnosed(
+        "Exception in thread \"main\" java.lang.OutOfMemoryError: Java heap space",
+        Category::InfraError,
+    );
+}
+
+#[test]
+fn a_missing_module_of_the_project_itself_is_a_code_error() {
+    // Python 3: the frames show `shop/` is a directory of the checkout.
+    let own = r#"Traceback (most recent call last):
+  File "/home/travis/build/acme/shop/shop/__init__.py", line 3, in <module>
+    from shop.cart import Cart
+  File "/home/travis/build/acme/shop/shop/cart.py", line 5, in <module>
+    from shop.pricing.rules import discount
+ImportError: No module named 'shop.pricing.rules'"#;
+    let d = diagnosed(own, Category::CodeError);
+    assert!(d.decided_by.starts_with("python.own_module"), "{d:#?}");
+    assert!(d.facts.packages.is_empty(), "{:#?}", d.facts);
+    // Python 2 names only the last part; the import above names the rest,
+    // and pytest's relative frame the project's directory.
+    diagnosed(
+        "shop/models/order.py:41: in total\n    from shop.models.tax import vat\nE   ImportError: No module named tax",
+        Category::CodeError,
+    );
+    // A third-party package imported by the project's code stays the
+    // dependency's.
+    let third = own.replace("shop.pricing.rules'", "requests_toolbelt'");
+    diagnosed(&third, Category::DependencyError);
+    diagnosed(
+        "ModuleNotFoundError: No module named 'yaml'",
+        Category::DependencyError,
+    );
+}
