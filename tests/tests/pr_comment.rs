@@ -114,6 +114,12 @@ fn ours(issues: &FakeIssues, pr: u64) -> Vec<faultline_tests::fakes::IssueCommen
         .collect()
 }
 
+/// The JSON of a webhook's answer, which must be 202 Accepted.
+async fn accepted(resp: reqwest::Response) -> Value {
+    assert_eq!(resp.status(), 202);
+    resp.json().await.unwrap()
+}
+
 /// A signed `workflow_run` delivery that passed on `sha` of branch `feature`.
 async fn green_run(base: &str, sha: &str, pr: u64) -> Value {
     let body = json!({
@@ -145,8 +151,7 @@ async fn green_run(base: &str, sha: &str, pr: u64) -> Value {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 202);
-    resp.json().await.unwrap()
+    accepted(resp).await
 }
 
 #[tokio::test]
@@ -345,8 +350,7 @@ async fn jenkins_build(
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 202);
-    resp.json().await.unwrap()
+    accepted(resp).await
 }
 
 /// A multibranch pipeline's pull-request build on Jenkins, of a GitHub

@@ -434,14 +434,16 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             i += 1;
         }
     }
-    let texts: Vec<String> = excerpt
-        .read_lines()
-        .iter()
-        .chain(&excerpt.aside)
-        .map(|l| clean_line(&l.text).trim().to_string())
-        .chain(excerpt.tail.iter().map(|(_, t)| t.clone()))
-        .collect();
-    own_modules(&mut hits, &texts);
+    if hits.iter().any(|h| h.rule == COMPILED.no_module) {
+        let texts: Vec<String> = excerpt
+            .read_lines()
+            .iter()
+            .chain(&excerpt.aside)
+            .map(|l| clean_line(&l.text).trim().to_string())
+            .chain(excerpt.tail.iter().map(|(_, t)| t.clone()))
+            .collect();
+        own_modules(&mut hits, &texts);
+    }
     hits
 }
 
@@ -462,13 +464,14 @@ const ASIDE_CONFLICT: f32 = 0.8;
 /// without an excerpt.
 pub fn diagnose_text(text: &str) -> Diagnosis {
     let mut hits = Vec::new();
-    let mut texts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let clean = clean_line(line);
         collect(&mut hits, i as u64 + 1, clean.trim());
-        texts.push(clean.into_owned());
     }
-    own_modules(&mut hits, &texts);
+    if hits.iter().any(|h| h.rule == COMPILED.no_module) {
+        let texts: Vec<_> = text.lines().map(clean_line).collect();
+        own_modules(&mut hits, &texts);
+    }
     diagnose_hits(hits, None, None)
 }
 
@@ -496,11 +499,9 @@ static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
 /// is a broken import in the project's code (the rubric's CODE_ERROR),
 /// not a third-party package missing. Python 2 names only the module's
 /// last part (`No module named groups`): the import statement printed
-/// above it names the rest.
+/// above it names the rest. Callers read `texts` only when a module is
+/// missing.
 fn own_modules<S: AsRef<str>>(hits: &mut [Hit], texts: &[S]) {
-    if !hits.iter().any(|h| h.rule == COMPILED.no_module) {
-        return;
-    }
     let dirs: Vec<String> = texts
         .iter()
         .flat_map(|t| PROJECT_DIR.captures_iter(t.as_ref()))

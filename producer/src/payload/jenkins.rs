@@ -1,6 +1,7 @@
 //! Jenkins Notification plugin deliveries: the body of an authenticated
 //! notification to a [`Notification`].
 
+use faultline_shared::pr_comment::github_repository;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -96,10 +97,6 @@ impl FailedBuild {
             self.payload["jenkins"]["github_repository"] = Value::String(repo);
         }
     }
-}
-
-fn github_repository(clone_url: &str, web: &str) -> Option<String> {
-    faultline_shared::pr_comment::github_repository(clone_url, web)
 }
 
 /// Parses the body of a notification.
