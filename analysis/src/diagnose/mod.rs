@@ -379,8 +379,13 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     // Nothing recognised in the block read (a build tool's generic footer,
     // say): the block the learned ranking shows is read instead, and if
     // that holds nothing either, the failed step's other blocks vote. An
-    // answer they decide is marked, and goes to review.
-    if hits.is_empty() && tail_silent(excerpt) && !excerpt.evidence.is_empty() {
+    // answer they decide is marked, and goes to review. When the log's
+    // last lines say only that tests failed (Maven's `There are test
+    // failures`), they point at a test report: the block shown is read
+    // only when it is one.
+    let tail = tail_says(excerpt);
+    if hits.is_empty() && tail != TailSays::Cause && !excerpt.evidence.is_empty() {
+        let (hits_before, seen_before) = (hits.len(), seen_lines.len());
         for l in &excerpt.lines {
             if seen_lines.contains(&l.line_no) {
                 continue;
@@ -391,6 +396,10 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             for h in &mut hits[before..] {
                 h.fallback = true;
             }
+        }
+        if tail == TailSays::TestsFailed && !tests_reported(&hits[hits_before..]) {
+            hits.truncate(hits_before);
+            seen_lines.truncate(seen_before);
         }
     }
     // How the job ended: only the machine and the CI system speak there
@@ -447,9 +456,31 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     hits
 }
 
-/// Whether no recogniser reads any of the log's last lines.
-fn tail_silent(excerpt: &Excerpt) -> bool {
-    excerpt.tail.iter().all(|(_, t)| matches_of(t).is_empty())
+/// What the log's last lines say about the failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TailSays {
+    /// No recogniser reads them.
+    Nothing,
+    /// Only a test runner's or build tool's word that tests failed.
+    TestsFailed,
+    /// Something else: a cause, or a tool's own report.
+    Cause,
+}
+
+fn tail_says(excerpt: &Excerpt) -> TailSays {
+    let mut says = TailSays::Nothing;
+    for (_, t) in &excerpt.tail {
+        for i in matches_of(t) {
+            if !matches!(
+                rules::RULES[i].kind,
+                Kind::Assertion | Kind::TestFailed | Kind::TestSummary
+            ) {
+                return TailSays::Cause;
+            }
+            says = TailSays::TestsFailed;
+        }
+    }
+    says
 }
 
 /// What a finding of another block of the failed step weighs when the

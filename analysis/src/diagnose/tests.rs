@@ -696,6 +696,36 @@ fn a_block_read_first_that_holds_nothing_gives_way_to_the_block_shown() {
         &[(94, "[ERROR] There are test failures.")],
     ));
     assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
+    // And it names no cause: the report it points at, in the block shown,
+    // is read (without it, a weak "tests failed" from the tail).
+    let d = diagnose(&maven_footer_excerpt(
+        &crash,
+        &[],
+        &[(94, "[ERROR] There are test failures.")],
+    ));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.decided_by.contains("another block"), "{}", d.decided_by);
+    // A block shown that is no test report is not the report they point
+    // at: tests failed, as the last lines say.
+    let d = diagnose(&maven_footer_excerpt(
+        &[(
+            40,
+            "cp: cannot stat 'config/app.properties': No such file or directory",
+        )],
+        &[],
+        &[(94, "[ERROR] There are test failures.")],
+    ));
+    assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
+    // A cause in the last lines is read as before: the block shown is not.
+    let d = diagnose(&maven_footer_excerpt(
+        &crash,
+        &[],
+        &[(
+            94,
+            "No output has been received in the last 10m0s, this potentially indicates a stalled build or something wrong with the build itself.",
+        )],
+    ));
+    assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
 }
 
 #[test]
