@@ -157,8 +157,11 @@ pub const RULES: &[Rule] = &[
     // Tests in error threw an exception the test did not expect.
     // Surefire's "Errors:" summary names the exception a test died of
     // without its package (`» NullPointer`): an uncaught error, not an
-    // assertion.
-    r("surefire.error_type", "surefire", Crash, 0.9, r"^\[ERROR\]\s+[\w.$]+\.\w+(?::\d+)?\s+» (?P<code>NullPointer|ClassCast|IllegalState|IllegalArgument|ArrayIndexOutOfBounds|StringIndexOutOfBounds|IndexOutOfBounds|NumberFormat|UnsupportedOperation|StackOverflow|Arithmetic|NoSuchElement|ConcurrentModification|ExceptionInInitializer)\b"),
+    // assertion. Surefire 2.13–2.18 prints it under `Tests in error:`
+    // without `[ERROR]`; a failure below helper methods of the test reads
+    // `Test.method:43->helper:68`, one in a superclass `Test>Base.method`;
+    // with no `»` the exception was thrown in the test's own code.
+    r("surefire.error_type", "surefire", Crash, 0.9, r"^(?:\[ERROR\]\s+)?(?:Run \d+: )?[\w$]+(?:\.[\w$]+)*(?:>[\w$]+)?\.\w+(?::\d+)?(?:->[\w$>.]+:\d+)*\s+(?:» )?(?P<code>NullPointer|ClassCast|IllegalState|IllegalArgument|ArrayIndexOutOfBounds|StringIndexOutOfBounds|IndexOutOfBounds|NumberFormat|UnsupportedOperation|StackOverflow|Arithmetic|NoSuchElement|ConcurrentModification|ExceptionInInitializer)\b"),
     r("surefire.in_error", "surefire", Crash, 0.6, r"^(?:\[ERROR\] )?(?:Tests in error:|Errors:\s*$)|Tests run: \d+, Failures: 0, Errors: [1-9]"),
     r("maven.test_failures", "maven", TestSummary, 0.6, r"There (?:are|were) test failures"),
     r("testng.failed", "testng", TestFailed, 0.8, r"^FAILED: (?:(?P<suite>[\w.$]+)\.)?(?P<test>[a-z]\w*[A-Z]\w*)(?:\(.*\))?$"),

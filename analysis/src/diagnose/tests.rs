@@ -415,6 +415,24 @@ fn surefire_errors_that_name_an_uncaught_exception_are_a_code_error() {
             .iter()
             .any(|t| t.name == "areaOfNothing")
     );
+    // Surefire 2.13–2.18's shape (written for this test): no `[ERROR]`,
+    // helper frames after `->`, a superclass's method after `>`, and no
+    // `»` when the test's own code threw.
+    for line in [
+        "  ShapeTest.areaOfNothing:31->scaled:12 » StringIndexOutOfBounds",
+        "  ShapeTest>BaseShapeTest.setUp:20 » IllegalState not started",
+        "  ShapeTest.areaOfNothing:31->scaled:12 NullPointer",
+    ] {
+        let d = diagnose_text(&format!("Tests in error: \n{line}\n"));
+        assert!(
+            d.findings.iter().any(|f| f.rule == "surefire.error_type"),
+            "{line}: {d:#?}"
+        );
+        assert_eq!(d.category, Category::CodeError, "{line}");
+    }
+    // A failed assertion in the same summary is no uncaught error.
+    let d = diagnose_text("Failed tests: \n  ShapeTest.area:31 expected:<4> but was:<5>\n");
+    assert!(d.findings.iter().all(|f| f.rule != "surefire.error_type"));
     // The same summary naming a network exception is the network.
     assert_eq!(
         category("[ERROR] Errors: \n[ERROR]   ClientIT.fetch:40 » SocketTimeout connect timed out"),
