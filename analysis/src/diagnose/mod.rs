@@ -583,6 +583,18 @@ static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
 static NOT_FOUND_404: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&ascii_classes(r"\b404\b")).expect("built-in pattern compiles"));
 
+/// A line logged at the INFO or DEBUG level (java.util.logging's second
+/// line `INFO: …`, Maven's `[INFO]`, a logger's `… INFO  …`), or Apache
+/// HttpClient's notice of a request it retries (`I/O exception (…)
+/// caught when processing request`): whatever network error it names was
+/// handled, it is not the failure.
+static RECOVERED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&ascii_classes(
+        r"^(?:\[(?:INFO|DEBUG)\]|(?:INFO|DEBUG|FINE):)\s|^(?:\S+ ){0,2}(?:\[[^\]]*\] )?(?:INFO|DEBUG)\s|\bcaught when processing request\b|^Retrying request\b",
+    ))
+    .expect("built-in pattern compiles")
+});
+
 /// A `file:line:col:` line that is a warning or a note, not an error.
 static NOT_AN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&ascii_classes(
@@ -601,7 +613,7 @@ static NOT_AN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
 ///   test's expectation.
 fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
     let r = &rules::RULES[rule];
-    if r.kind == Kind::Infra && NOT_FOUND_404.is_match(text) {
+    if r.kind == Kind::Infra && (NOT_FOUND_404.is_match(text) || RECOVERED.is_match(text)) {
         return false;
     }
     // A tool's own format on the same line says it better.

@@ -307,6 +307,26 @@ fn a_network_exception_inside_a_test_is_the_network() {
 }
 
 #[test]
+fn a_network_error_logged_as_handled_is_not_the_failure() {
+    // Written for this test: an HTTP client's notice of a request it
+    // retries, and network errors a logger printed at INFO or DEBUG.
+    for text in [
+        "Mar 3, 2024 10:01:02 AM org.apache.http.impl.execchain.RetryExec execute\n\
+         INFO: I/O exception (java.net.SocketException) caught when processing request to {}->https://repo.example.org:443: Connection reset",
+        "INFO: Retrying request to {}->https://repo.example.org:443",
+        "[INFO] Unable to reach mirror: java.net.ConnectException: Connection refused",
+        "2024-03-03 10:01:02,123 [pool-1] DEBUG o.e.client.Pool - java.net.SocketTimeoutException: Read timed out",
+    ] {
+        let d = diagnose_text(text);
+        assert_ne!(d.category, Category::InfraError, "{text}: {}", d.decided_by);
+    }
+    // The same exception reported as an error is the network.
+    let d =
+        diagnose_text("[ERROR] Failed to fetch index: java.net.SocketException: Connection reset");
+    assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
+}
+
+#[test]
 fn tests_in_error_without_an_assertion_are_a_code_error() {
     assert_eq!(
         category(
