@@ -139,6 +139,9 @@ struct Compiled {
     /// project's own ([`own_modules`]).
     no_module: usize,
     own_module: usize,
+    /// A compiler's missing package or assembly reference
+    /// ([`own_java_package`] reads the project's own as its code).
+    missing_reference: usize,
 }
 
 fn rule_index(id: &str) -> usize {
@@ -178,6 +181,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         vendored: rule_index("dep.vendored_error"),
         uncaught: rule_index("js.uncaught"),
         no_module: rule_index("python.no_module"),
+        missing_reference: rule_index("dep.missing_reference"),
         own_module: rule_index("python.own_module"),
     }
 });
@@ -571,6 +575,31 @@ fn own_modules<S: AsRef<str>>(hits: &mut [Hit], texts: &[S]) {
     }
 }
 
+/// javac's report of a missing package, with the file that imports it.
+static JAVA_MISSING_PACKAGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?P<file>[\w./\\:-]+)\.java:\d+: error: package (?P<pkg>[\w.]+) does not exist")
+        .expect("built-in pattern compiles")
+});
+
+/// Whether `text` is javac reporting a missing package that is the
+/// project's own: its first segments (three, or all of a shorter name of
+/// at least two) are directories of the importing file's path
+/// (`src/main/java/com/acme/shop/cart/Cart.java` importing
+/// `com.acme.shop.pricing`). A package of another organisation
+/// (`org.junit`, `com.google.common`) is a missing library.
+fn own_java_package(text: &str) -> bool {
+    let Some(c) = JAVA_MISSING_PACKAGE.captures(text) else {
+        return false;
+    };
+    let segments: Vec<&str> = c["pkg"].split('.').collect();
+    if segments.len() < 2 {
+        return false;
+    }
+    let run = segments[..segments.len().min(3)].join("/");
+    let file = c["file"].replace('\\', "/");
+    format!("/{file}").contains(&format!("/{run}/"))
+}
+
 /// Uncaught error types: an "assertion" or "expectation" that reports one
 /// of these is a crash the runner caught, not a failed expectation.
 static UNCAUGHT: LazyLock<Regex> = LazyLock::new(|| {
@@ -647,6 +676,11 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     {
         text = &text[m.end()..];
         matched = matches_of(text);
+    }
+    // javac's `package x does not exist` is a missing library, unless the
+    // package is the project's own (the file that imports it lives in it).
+    if matched.contains(&COMPILED.missing_reference) && own_java_package(text) {
+        matched.retain(|&i| i != COMPILED.missing_reference);
     }
     let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
     for &rule in &matched {

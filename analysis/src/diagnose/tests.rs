@@ -307,6 +307,27 @@ fn a_network_exception_inside_a_test_is_the_network() {
 }
 
 #[test]
+fn a_java_package_of_the_project_itself_missing_is_its_code() {
+    // Written for this test, in javac's own format.
+    let d = diagnose_text(
+        "/home/ci/shop/src/main/java/com/acme/shop/cart/Cart.java:7: error: package com.acme.shop.pricing does not exist\n\
+         import com.acme.shop.pricing.Rates;",
+    );
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.decided_by.starts_with("javac."), "{}", d.decided_by);
+    // Another organisation's package is a missing library.
+    let d = diagnose_text(
+        "/home/ci/shop/src/test/java/com/acme/shop/cart/CartTest.java:3: error: package org.junit does not exist",
+    );
+    assert_eq!(d.category, Category::DependencyError, "{}", d.decided_by);
+    // Sharing only the organisation's domain is not enough.
+    let d = diagnose_text(
+        "/home/ci/commons-x/src/main/java/org/apache/x/Io.java:5: error: package org.apache.commons.io does not exist",
+    );
+    assert_eq!(d.category, Category::DependencyError, "{}", d.decided_by);
+}
+
+#[test]
 fn a_network_error_logged_as_handled_is_not_the_failure() {
     // Written for this test: an HTTP client's notice of a request it
     // retries, and network errors a logger printed at INFO or DEBUG.
