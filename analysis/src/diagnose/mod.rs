@@ -389,7 +389,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     // only when it is one.
     let tail = tail_says(excerpt);
     if hits.is_empty() && tail != TailSays::Cause && !excerpt.evidence.is_empty() {
-        let (hits_before, seen_before) = (hits.len(), seen_lines.len());
+        let seen_before = seen_lines.len();
         for l in &excerpt.lines {
             if seen_lines.contains(&l.line_no) {
                 continue;
@@ -401,8 +401,8 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
                 h.fallback = true;
             }
         }
-        if tail == TailSays::TestsFailed && !tests_reported(&hits[hits_before..]) {
-            hits.truncate(hits_before);
+        if tail == TailSays::TestsFailed && !tests_reported(&hits) {
+            hits.clear();
             seen_lines.truncate(seen_before);
         }
     }
@@ -438,8 +438,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         let mut i = before;
         while i < hits.len() {
-            let kind = rules::RULES[hits[i].rule].kind;
-            if matches!(kind, Kind::Assertion | Kind::TestFailed | Kind::TestSummary) {
+            if rules::RULES[hits[i].rule].kind.reports_tests() {
                 hits.remove(i);
                 continue;
             }
@@ -475,10 +474,7 @@ fn tail_says(excerpt: &Excerpt) -> TailSays {
     let mut says = TailSays::Nothing;
     for (_, t) in &excerpt.tail {
         for i in matches_of(t) {
-            if !matches!(
-                rules::RULES[i].kind,
-                Kind::Assertion | Kind::TestFailed | Kind::TestSummary
-            ) {
+            if !rules::RULES[i].kind.reports_tests() {
                 return TailSays::Cause;
             }
             says = TailSays::TestsFailed;
@@ -926,12 +922,8 @@ impl Prior {
 /// Whether any line read a test runner's report of a failed test, an
 /// assertion or a failure count.
 fn tests_reported(hits: &[Hit]) -> bool {
-    hits.iter().any(|h| {
-        matches!(
-            rules::RULES[h.rule].kind,
-            Kind::Assertion | Kind::TestFailed | Kind::TestSummary
-        )
-    })
+    hits.iter()
+        .any(|h| rules::RULES[h.rule].kind.reports_tests())
 }
 
 /// The kind of step a command (or a build tool's target, task or plugin)

@@ -49,6 +49,11 @@ impl Kind {
         }
     }
 
+    /// A test runner's report: a failed test, an assertion or a count.
+    pub fn reports_tests(self) -> bool {
+        matches!(self, Kind::Assertion | Kind::TestFailed | Kind::TestSummary)
+    }
+
     /// What produced the line, in words (for the verdict's explanation).
     pub fn producer(self) -> &'static str {
         match self {

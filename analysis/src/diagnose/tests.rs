@@ -749,19 +749,12 @@ fn a_block_read_first_that_holds_nothing_gives_way_to_the_block_shown() {
         d.decided_by
     );
     // Maven saying tests failed is enough for the step to be a test run.
-    let d = diagnose(&maven_footer_excerpt(
-        &[],
-        &[],
-        &[(94, "[ERROR] There are test failures.")],
-    ));
+    let tests_failed = [(94, "[ERROR] There are test failures.")];
+    let d = diagnose(&maven_footer_excerpt(&[], &[], &tests_failed));
     assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
     // And it names no cause: the report it points at, in the block shown,
     // is read (without it, a weak "tests failed" from the tail).
-    let d = diagnose(&maven_footer_excerpt(
-        &crash,
-        &[],
-        &[(94, "[ERROR] There are test failures.")],
-    ));
+    let d = diagnose(&maven_footer_excerpt(&crash, &[], &tests_failed));
     assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
     assert!(d.decided_by.contains("another block"), "{}", d.decided_by);
     // A block shown that is no test report is not the report they point
@@ -772,7 +765,7 @@ fn a_block_read_first_that_holds_nothing_gives_way_to_the_block_shown() {
             "cp: cannot stat 'config/app.properties': No such file or directory",
         )],
         &[],
-        &[(94, "[ERROR] There are test failures.")],
+        &tests_failed,
     ));
     assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
     // A cause in the last lines is read as before: the block shown is not.
