@@ -330,13 +330,20 @@ fn a_java_package_of_the_project_itself_missing_is_its_code() {
 #[test]
 fn a_network_error_logged_as_handled_is_not_the_failure() {
     // Written for this test: an HTTP client's notice of a request it
-    // retries, and network errors a logger printed at INFO or DEBUG.
+    // retries, and network errors a logger printed at INFO or DEBUG or a
+    // build tool at its warning level.
     for text in [
         "Mar 3, 2024 10:01:02 AM org.apache.http.impl.execchain.RetryExec execute\n\
          INFO: I/O exception (java.net.SocketException) caught when processing request to {}->https://repo.example.org:443: Connection reset",
         "INFO: Retrying request to {}->https://repo.example.org:443",
         "[INFO] Unable to reach mirror: java.net.ConnectException: Connection refused",
         "2024-03-03 10:01:02,123 [pool-1] DEBUG o.e.client.Pool - java.net.SocketTimeoutException: Read timed out",
+        // A build tool's warning: it went on without what it could not
+        // fetch (Maven's snapshot metadata, sbt's `[warn]`).
+        "[WARNING] Could not transfer metadata com.example:lib:1.0-SNAPSHOT/maven-metadata.xml from/to snapshots (https://repo.example.org/snapshots): repo.example.org: Name or service not known",
+        "[warn] Unable to reach https://repo.example.org: java.net.ConnectException: Connection refused",
+        // A logger whose prefix has two bracketed fields.
+        "1042 [worker 7] [main] DEBUG ConnPool - Failed to create connection: java.net.ConnectException: Connection refused",
     ] {
         let d = diagnose_text(text);
         assert_ne!(d.category, Category::InfraError, "{text}: {}", d.decided_by);
@@ -344,6 +351,10 @@ fn a_network_error_logged_as_handled_is_not_the_failure() {
     // The same exception reported as an error is the network.
     let d =
         diagnose_text("[ERROR] Failed to fetch index: java.net.SocketException: Connection reset");
+    assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
+    let d = diagnose_text(
+        "[ERROR] Could not transfer artifact com.example:lib:jar:1.0 from/to central (https://repo.example.org): repo.example.org: Name or service not known",
+    );
     assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
 }
 
