@@ -142,6 +142,9 @@ struct Compiled {
     /// A compiler's missing package or assembly reference
     /// ([`own_java_package`] reads the project's own as its code).
     missing_reference: usize,
+    /// javac's report line, whose `error: ` is optional (JDK 6 printed
+    /// errors without it): its warnings are excluded by [`JAVA_WARNING`].
+    javac: usize,
 }
 
 fn rule_index(id: &str) -> usize {
@@ -182,6 +185,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         uncaught: rule_index("js.uncaught"),
         no_module: rule_index("python.no_module"),
         missing_reference: rule_index("dep.missing_reference"),
+        javac: rule_index("javac.error"),
         own_module: rule_index("python.own_module"),
     }
 });
@@ -571,6 +575,13 @@ fn own_modules<S: AsRef<str>>(hits: &mut [Hit], texts: &[S]) {
     }
 }
 
+/// javac's and javadoc's warnings (`X.java:90: warning: [deprecation] …`,
+/// `X.java:268: warning - @return tag has no arguments`, Maven's
+/// `X.java:[90,12] warning: …`): the build went on past them.
+static JAVA_WARNING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\.java:(?:\d+:|\[\d+,\d+\]) warning\b").expect("built-in pattern compiles")
+});
+
 /// javac's report of a missing package, with the file that imports it.
 static JAVA_MISSING_PACKAGE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?P<file>[\w./\\:-]+)\.java:\d+: error: package (?P<pkg>[\w.]+) does not exist")
@@ -680,6 +691,13 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
     // package is the project's own (the file that imports it lives in it).
     if matched.contains(&COMPILED.missing_reference) && own_java_package(text) {
         matched.retain(|&i| i != COMPILED.missing_reference);
+    }
+    // A compiler's warning is not the failure. (Only the diagnosis skips
+    // it: the excerpt's block ranker was trained with javac's lines
+    // recognised as they are, and a warning beside the errors still marks
+    // the block that holds them.)
+    if matched.contains(&COMPILED.javac) && JAVA_WARNING.is_match(text) {
+        matched.retain(|&i| i != COMPILED.javac);
     }
     let ids: Vec<&str> = matched.iter().map(|&i| rules::RULES[i].id).collect();
     for &rule in &matched {

@@ -328,6 +328,28 @@ fn a_java_package_of_the_project_itself_missing_is_its_code() {
 }
 
 #[test]
+fn javac_and_javadoc_warnings_are_not_compile_errors() {
+    // Written for this test, in javac's, javadoc's and Maven's formats.
+    for text in [
+        "/home/ci/shop/src/main/java/com/acme/shop/Cart.java:90: warning: [deprecation] getHours() in Date has been deprecated",
+        "/home/ci/shop/src/main/java/com/acme/shop/Cart.java:268: warning - @return tag has no arguments.",
+        "[WARNING] /home/ci/shop/src/main/java/com/acme/shop/Cart.java:[41,17] warning: [unchecked] unchecked conversion",
+    ] {
+        let d = diagnose_text(text);
+        assert_ne!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+    }
+    // Its errors, with or without `error: ` (JDK 6 printed none), are.
+    for text in [
+        "/home/ci/shop/src/main/java/com/acme/shop/Cart.java:90: error: cannot find symbol",
+        "/home/ci/shop/src/main/java/com/acme/shop/Cart.java:90: cannot find symbol",
+        "[ERROR] /home/ci/shop/src/main/java/com/acme/shop/Cart.java:[41,17] incompatible types: int cannot be converted to String",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+    }
+}
+
+#[test]
 fn a_network_error_logged_as_handled_is_not_the_failure() {
     // Written for this test: an HTTP client's notice of a request it
     // retries, and network errors a logger printed at INFO or DEBUG or a
