@@ -379,9 +379,9 @@ static INNER_STEP: LazyLock<Regex> = LazyLock::new(|| {
 fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
     let mut seen_lines: Vec<u64> = Vec::new();
+    let mut trace = LoggedTrace::default();
     for l in excerpt.read_lines() {
-        let text = clean_line(&l.text);
-        collect(&mut hits, l.line_no, text.trim());
+        collect_traced(&mut hits, &mut trace, l.line_no, &clean_line(&l.text));
         seen_lines.push(l.line_no);
     }
     // Nothing recognised in the block read (a build tool's generic footer,
@@ -394,12 +394,13 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let tail = tail_says(excerpt);
     if hits.is_empty() && tail != TailSays::Cause && !excerpt.evidence.is_empty() {
         let seen_before = seen_lines.len();
+        let mut trace = LoggedTrace::default();
         for l in &excerpt.lines {
             if seen_lines.contains(&l.line_no) {
                 continue;
             }
             let before = hits.len();
-            collect(&mut hits, l.line_no, clean_line(&l.text).trim());
+            collect_traced(&mut hits, &mut trace, l.line_no, &clean_line(&l.text));
             seen_lines.push(l.line_no);
             for h in &mut hits[before..] {
                 h.fallback = true;
@@ -427,12 +428,13 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let nothing_read = hits.is_empty();
     // A cause printed away from the excerpt's block still explains it;
     // symptoms there (other tests' reports) add nothing.
+    let mut trace = LoggedTrace::default();
     for l in &excerpt.aside {
         if seen_lines.contains(&l.line_no) {
             continue;
         }
         let before = hits.len();
-        collect(&mut hits, l.line_no, clean_line(&l.text).trim());
+        collect_traced(&mut hits, &mut trace, l.line_no, &clean_line(&l.text));
         if nothing_read {
             for h in &mut hits[before..] {
                 h.weight *= FALLBACK_WEIGHT;
@@ -499,9 +501,9 @@ const ASIDE_CONFLICT: f32 = 0.8;
 /// without an excerpt.
 pub fn diagnose_text(text: &str) -> Diagnosis {
     let mut hits = Vec::new();
+    let mut trace = LoggedTrace::default();
     for (i, line) in text.lines().enumerate() {
-        let clean = clean_line(line);
-        collect(&mut hits, i as u64 + 1, clean.trim());
+        collect_traced(&mut hits, &mut trace, i as u64 + 1, &clean_line(line));
     }
     if hits.iter().any(|h| h.rule == COMPILED.no_module) {
         let texts: Vec<_> = text.lines().map(clean_line).collect();
@@ -669,6 +671,99 @@ fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
         return !tool_says();
     }
     true
+}
+
+/// [`collect`] on the next line of a run of lines (`clean`: through
+/// [`clean_line`], untrimmed), dropping what reads an uncaught error on a
+/// stack trace a logger printed ([`LoggedTrace`]).
+fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, clean: &str) {
+    let before = hits.len();
+    collect(hits, line_no, clean.trim());
+    if trace.step(line_no, clean) {
+        let mut i = before;
+        while i < hits.len() {
+            if rules::RULES[hits[i].rule].kind == Kind::Crash {
+                hits.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+/// A logger's record (`12:00:01.234 [main] ERROR c.a.Pool - msg`,
+/// `[DEBUG] c.a.Checker: msg`, java.util.logging's `WARNING: msg`,
+/// Python's `ERROR:root:msg`): a level word among the line's first fields.
+/// Not a test runner's report of an errored test (`<<< ERROR!`, `FAILED`,
+/// unittest's `ERROR: test_x (…)`), nor Maven's own `[ERROR]`.
+static LOG_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s*(?:\S+\s+){0,4}?(?:\[(?:DEBUG|INFO|WARN|WARNING|TRACE)\]|(?:ERROR|WARN|WARNING|SEVERE|DEBUG|INFO|TRACE|FINE|FINER|FINEST)(?::|\s|$))",
+    )
+    .expect("built-in pattern compiles")
+});
+static NOT_A_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<<<|\bFAILED\b|^\s*(?:ERROR|FAIL): \S+ \(").expect("built-in pattern compiles")
+});
+/// The first line of a stack trace: a JVM throwable's qualified name
+/// (`java.lang.IllegalStateException: …`), or Python's `Traceback`.
+static TRACE_HEAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b|(?P<py>Traceback \(most recent call last\):))")
+        .expect("built-in pattern compiles")
+});
+/// A JVM stack trace's further lines.
+static TRACE_MORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\s+at\s|^\s*Caused by:|^\s*Suppressed:|^\s*\.\.\. \d+ (?:more|common frames omitted)",
+    )
+    .expect("built-in pattern compiles")
+});
+
+/// Whether a line belongs to a stack trace a logger printed right after
+/// its record (`log.error("Update check failed", e)`): the program caught
+/// that error and went on, so it says nothing of why the job failed — a
+/// passing run prints the same. A test that died of it still has the
+/// runner's report of the errored test, read as it is.
+#[derive(Default)]
+struct LoggedTrace {
+    prev: Option<u64>,
+    after_record: bool,
+    inside: bool,
+    python: bool,
+}
+
+impl LoggedTrace {
+    /// Reads the next line (`no`: its number, consecutive lines only).
+    fn step(&mut self, no: u64, text: &str) -> bool {
+        if self.prev.is_none_or(|p| p + 1 != no) {
+            self.after_record = false;
+            self.inside = false;
+        }
+        self.prev = Some(no);
+        if self.inside {
+            if self.python {
+                if text.starts_with(char::is_whitespace) {
+                    return true;
+                }
+                // Its last line, the error itself, ends it.
+                self.inside = false;
+                return true;
+            }
+            if TRACE_MORE.is_match(text) {
+                return true;
+            }
+            self.inside = false;
+        }
+        if std::mem::take(&mut self.after_record)
+            && let Some(c) = TRACE_HEAD.captures(text)
+        {
+            self.inside = true;
+            self.python = c.name("py").is_some();
+            return true;
+        }
+        self.after_record = LOG_RECORD.is_match(text) && !NOT_A_RECORD.is_match(text);
+        false
+    }
 }
 
 /// Ant's task prefix (`    [javac] `, `[junit] `, `[exec] `): lowercase,

@@ -328,6 +328,40 @@ fn a_java_package_of_the_project_itself_missing_is_its_code() {
 }
 
 #[test]
+fn a_stack_trace_a_logger_printed_is_not_an_uncaught_error() {
+    // Written for this test: errors a program caught and logged with
+    // their stack trace (logback, Maven's debug output, java.util.logging,
+    // Python's logging), as passing runs print them.
+    for text in [
+        "10:01:02.345 [main] ERROR c.e.store.Query - Error running query: \n\
+         java.lang.NullPointerException: null\n\
+         \tat com.example.store.Query.run(Query.java:91) [classes/:na]\n\
+         Caused by: java.lang.IllegalStateException: not started\n\
+         \t... 12 more",
+        "[DEBUG] com.example.Checker: Update check failed!\njava.lang.NullPointerException\n\tat com.example.Checker.check(Checker.java:54)",
+        "Mar 3, 2024 10:01:02 AM com.example.Loader load\nWARNING: Failed to read file.\njava.lang.IllegalArgumentException: protocol = http host = null",
+        "    [Test worker] ERROR com.example.Runner - after scenario\n    java.lang.IllegalStateException: after scenario\n        at com.example.Runner.run(Runner.java:12)",
+        "ERROR:root:could not refresh the cache\nTraceback (most recent call last):\n  File \"app/cache.py\", line 3, in refresh\n    token = env['TOKEN']\nKeyError: 'TOKEN'",
+    ] {
+        let d = diagnose_text(text);
+        assert_ne!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+    }
+    // Uncaught, or reported by the runner as the error a test died of:
+    // a code error.
+    for text in [
+        "testLoad(com.example.LoaderTest)  Time elapsed: 0.01 sec  <<< ERROR!\njava.lang.NullPointerException\n\tat com.example.Loader.load(Loader.java:12)",
+        "[ERROR] testLoad(com.example.LoaderTest)  Time elapsed: 0.01 s  <<< ERROR!\njava.lang.NullPointerException\n\tat com.example.Loader.load(Loader.java:12)",
+        "Exception in thread \"main\" java.lang.IllegalStateException: not started\n\tat com.example.Main.main(Main.java:5)",
+        "Running the loader\nTraceback (most recent call last):\n  File \"app/cache.py\", line 3, in refresh\n    token = env['TOKEN']\nTypeError: 'NoneType' object is not subscriptable",
+        // A record, then something else, then an error: not the record's.
+        "10:01:02.345 [main] INFO  c.e.App - starting\nloading fixtures\njava.lang.NullPointerException\n\tat com.example.App.main(App.java:5)",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+    }
+}
+
+#[test]
 fn javac_and_javadoc_warnings_are_not_compile_errors() {
     // Written for this test, in javac's, javadoc's and Maven's formats.
     for text in [
