@@ -8,7 +8,11 @@ and without `--baseline PASS`:
 
 - `faultline excerpt FAIL --json`: how many lines the excerpt keeps;
 - `faultline diagnose FAIL --json`: the category and the lines the
-  recognisers read as the failure (its findings).
+  recognisers read as the failure (its findings);
+- `faultline diagnose PASS --json` once: what the diagnosis reads as a
+  failure in a log that did not fail. Each such reading is a line a passing
+  run prints too, so it fits no failure: "passing logs read as a failure"
+  (lower is better) counts them, by category and by deciding rule.
 
 The pairs carry no labelled failure lines, so "the lines that carry the
 failure" are the findings of the plain diagnosis that stand in the plain
@@ -20,7 +24,7 @@ the rubric's split of failed tests) and how many verdicts the baseline changes.
 
 usage: eval_pairs.py --data DIR [--bin DIR] [--jobs N] [--limit N]
 """
-import argparse, concurrent.futures, json, os, statistics, subprocess, sys
+import argparse, collections, concurrent.futures, json, os, statistics, subprocess, sys
 
 
 def run_json(cmd):
@@ -35,7 +39,11 @@ def one(bin_dir, data, row):
     fail = os.path.join(data, row["log"])
     base = ["--baseline", os.path.join(data, row["baseline"])]
     faultline = os.path.join(bin_dir, "faultline")
-    out = {}
+    passing = run_json([faultline, "diagnose", base[1], "--json"])
+    if passing is None:
+        return None
+    out = {"passing": {"category": passing.get("category"),
+                       "rule": (passing.get("decided_by") or "").split(":")[0]}}
     for name, extra in (("plain", []), ("baseline", base)):
         ex = run_json([faultline, "excerpt", fail, "--json", *extra])
         dg = run_json([faultline, "diagnose", fail, "--json", *extra])
@@ -119,6 +127,15 @@ def main():
         for r, o in done
     )
     print(f"verdicts the baseline changes: {changed} of {n} ({better} to right, {worse} to wrong)")
+    read = [o["passing"] for _, o in done if o["passing"]["category"] not in (None, "UNKNOWN")]
+    by_cat = collections.Counter(p["category"] for p in read)
+    by_rule = collections.Counter(p["rule"] for p in read)
+    print(
+        f"passing logs read as a failure: {len(read)} of {n} ({len(read) / n:.1%}; "
+        + ", ".join(f"{c} {k}" for c, k in sorted(by_cat.items(), key=lambda t: -t[1]))
+        + "); deciding rules: "
+        + ", ".join(f"{r} {k}" for r, k in by_rule.most_common(5))
+    )
     return 0
 
 
