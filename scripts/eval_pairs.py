@@ -37,9 +37,10 @@ def run_json(cmd):
 
 def one(bin_dir, data, row):
     fail = os.path.join(data, row["log"])
-    base = ["--baseline", os.path.join(data, row["baseline"])]
+    passing_log = os.path.join(data, row["baseline"])
+    base = ["--baseline", passing_log]
     faultline = os.path.join(bin_dir, "faultline")
-    passing = run_json([faultline, "diagnose", base[1], "--json"])
+    passing = run_json([faultline, "diagnose", passing_log, "--json"])
     if passing is None:
         return None
     out = {"passing": {"category": passing.get("category"),

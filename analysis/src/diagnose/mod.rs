@@ -680,14 +680,8 @@ fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, cl
     let before = hits.len();
     collect(hits, line_no, clean.trim());
     if trace.step(line_no, clean) {
-        let mut i = before;
-        while i < hits.len() {
-            if rules::RULES[hits[i].rule].kind == Kind::Crash {
-                hits.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Crash)
+            .for_each(drop);
     }
 }
 
@@ -727,41 +721,58 @@ static TRACE_MORE: LazyLock<Regex> = LazyLock::new(|| {
 #[derive(Default)]
 struct LoggedTrace {
     prev: Option<u64>,
-    after_record: bool,
-    inside: bool,
-    python: bool,
+    state: TraceState,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum TraceState {
+    #[default]
+    Outside,
+    /// The line before was a logger's record.
+    AfterRecord,
+    /// Inside a JVM trace: `at …`, `Caused by: …` lines follow.
+    Jvm,
+    /// Inside a Python traceback: indented lines follow, then the error.
+    Python,
 }
 
 impl LoggedTrace {
     /// Reads the next line (`no`: its number, consecutive lines only).
     fn step(&mut self, no: u64, text: &str) -> bool {
-        if self.prev.is_none_or(|p| p + 1 != no) {
-            self.after_record = false;
-            self.inside = false;
-        }
+        let state = if self.prev.is_some_and(|p| p + 1 == no) {
+            self.state
+        } else {
+            TraceState::Outside
+        };
         self.prev = Some(no);
-        if self.inside {
-            if self.python {
+        self.state = TraceState::Outside;
+        match state {
+            // Its last line, the error itself, ends it.
+            TraceState::Python => {
                 if text.starts_with(char::is_whitespace) {
+                    self.state = TraceState::Python;
+                }
+                return true;
+            }
+            TraceState::Jvm if TRACE_MORE.is_match(text) => {
+                self.state = TraceState::Jvm;
+                return true;
+            }
+            TraceState::AfterRecord => {
+                if let Some(c) = TRACE_HEAD.captures(text) {
+                    self.state = if c.name("py").is_some() {
+                        TraceState::Python
+                    } else {
+                        TraceState::Jvm
+                    };
                     return true;
                 }
-                // Its last line, the error itself, ends it.
-                self.inside = false;
-                return true;
             }
-            if TRACE_MORE.is_match(text) {
-                return true;
-            }
-            self.inside = false;
+            _ => {}
         }
-        if std::mem::take(&mut self.after_record)
-            && let Some(c) = TRACE_HEAD.captures(text)
-        {
-            self.inside = true;
-            self.python = c.name("py").is_some();
-            return true;
+        if LOG_RECORD.is_match(text) && !NOT_A_RECORD.is_match(text) {
+            self.state = TraceState::AfterRecord;
         }
-        self.after_record = LOG_RECORD.is_match(text) && !NOT_A_RECORD.is_match(text);
         false
     }
 }

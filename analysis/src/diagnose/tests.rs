@@ -356,8 +356,7 @@ fn a_stack_trace_a_logger_printed_is_not_an_uncaught_error() {
         // A record, then something else, then an error: not the record's.
         "10:01:02.345 [main] INFO  c.e.App - starting\nloading fixtures\njava.lang.NullPointerException\n\tat com.example.App.main(App.java:5)",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+        diagnosed(text, Category::CodeError);
     }
 }
 
@@ -378,8 +377,7 @@ fn javac_and_javadoc_warnings_are_not_compile_errors() {
         "/home/ci/shop/src/main/java/com/acme/shop/Cart.java:90: cannot find symbol",
         "[ERROR] /home/ci/shop/src/main/java/com/acme/shop/Cart.java:[41,17] incompatible types: int cannot be converted to String",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+        diagnosed(text, Category::CodeError);
     }
 }
 
