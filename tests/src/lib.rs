@@ -356,6 +356,8 @@ pub struct Serve {
     pub child: tokio::process::Child,
     /// `http://127.0.0.1:PORT`
     pub base: String,
+    /// Its stderr (`serve.log` in the test's folder).
+    pub log: PathBuf,
 }
 
 impl TestDb {
@@ -388,7 +390,11 @@ impl TestDb {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_string();
-        Serve { child, base }
+        Serve {
+            child,
+            base,
+            log: self.dir.join("serve.log"),
+        }
     }
 }
 
@@ -405,14 +411,25 @@ impl Drop for Worker {
         // A failing test shows what its worker said: the log lives in a
         // scratch folder nobody reads once CI has gone.
         if std::thread::panicking() {
-            let log = self.stderr();
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            eprintln!("--- last lines of {} ---", self.log.display());
-            for line in tail.into_iter().rev() {
-                eprintln!("{line}");
-            }
+            print_tail(&self.log);
         }
     }
+}
+
+/// Prints the first 20 and the last 40 lines of a child's log: a failing
+/// test shows what the process said (its scratch folder is gone once CI
+/// has finished), how it started and how it ended.
+pub fn print_tail(log: &Path) {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    eprintln!("--- {} ({} lines) ---", log.display(), lines.len());
+    let mut from = 0;
+    if lines.len() > 60 {
+        lines[..20].iter().for_each(|l| eprintln!("{l}"));
+        eprintln!("[…]");
+        from = lines.len() - 40;
+    }
+    lines[from..].iter().for_each(|l| eprintln!("{l}"));
 }
 
 /// Polls `check` every 25 ms until it yields `Some`, panicking at `deadline`.

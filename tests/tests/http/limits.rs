@@ -285,6 +285,7 @@ async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_ans
         &[
             ("FAULTLINE_MAX_IN_FLIGHT", "2"),
             ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
+            ("RUST_LOG", "debug"),
         ],
     )
     .await;

@@ -45,6 +45,15 @@ pub struct Server {
     pub child: tokio::process::Child,
     base: String,
     http: reqwest::Client,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            faultline_tests::print_tail(&self.log);
+        }
+    }
 }
 
 impl Server {
@@ -60,6 +69,7 @@ impl Server {
             child: serve.child,
             base: serve.base,
             http: reqwest::Client::new(),
+            log: serve.log,
         }
     }
 
