@@ -94,7 +94,7 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
             ("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "2"),
             ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
             // Each refusal and connection end in serve.log, printed on failure.
-            ("RUST_LOG", "warn,faultline_producer=debug"),
+            ("RUST_LOG", "warn,faultline_producer=debug,tower_http=debug"),
         ],
     )
     .await;

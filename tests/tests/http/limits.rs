@@ -285,7 +285,8 @@ async fn requests_past_the_in_flight_cap_get_503_at_once_while_health_checks_ans
         &[
             ("FAULTLINE_MAX_IN_FLIGHT", "2"),
             ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
-            ("RUST_LOG", "debug"),
+            // Each request and refusal in serve.log, printed on failure.
+            ("RUST_LOG", "warn,faultline_producer=debug,tower_http=debug"),
         ],
     )
     .await;
