@@ -413,6 +413,31 @@ fn a_network_error_logged_as_handled_is_not_the_failure() {
 }
 
 #[test]
+fn a_closed_socket_or_channel_of_the_program_is_not_the_network_or_a_lost_agent() {
+    // Written for this test: a network library's own tests close sockets
+    // and NIO channels on purpose, and a clean-up step names a generated
+    // page after an exception class. None of it is the machine.
+    for text in [
+        "java.net.SocketException: Socket closed\n\tat java.net.PlainSocketImpl.socketAccept(Native Method)",
+        "java.lang.RuntimeException: java.nio.channels.ClosedChannelException\n\tat com.example.net.Pipe.write(Pipe.java:88)",
+        "rm 'docs/api/com/example/io/ChannelClosedException.html'",
+    ] {
+        let d = diagnose_text(text);
+        assert_ne!(d.category, Category::InfraError, "{text}: {}", d.decided_by);
+    }
+    // A Jenkins agent's channel closing, and a connection the peer reset,
+    // are.
+    for text in [
+        "hudson.remoting.ChannelClosedException: Channel \"hudson.remoting.Channel@5e2c:agent-7\": Remote call on agent-7 failed. The channel is closing down or has closed down",
+        "java.io.IOException: Backing channel 'agent-7' is disconnected.",
+        "[ERROR] Failed to fetch index: java.net.SocketException: Connection reset",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::InfraError, "{text}: {}", d.decided_by);
+    }
+}
+
+#[test]
 fn tests_in_error_without_an_assertion_are_a_code_error() {
     assert_eq!(
         category(
