@@ -688,12 +688,17 @@ fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, cl
 /// A logger's record (`12:00:01.234 [main] ERROR c.a.Pool - msg`,
 /// `[DEBUG] c.a.Checker: msg`, java.util.logging's `WARNING: msg`,
 /// Python's `ERROR:root:msg`): a level word among the line's first fields.
+/// java.util.logging names its levels in the JVM's language (the JDK's
+/// `sun.util.logging.resources.logging_*` bundles: `ALLVARLIG: msg`,
+/// `Avertissement: msg`), at the start of the record's second line.
 /// Not a test runner's report of an errored test (`<<< ERROR!`, `FAILED`,
 /// unittest's `ERROR: test_x (…)`), nor Maven's own `[ERROR]`.
 static LOG_RECORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    Regex::new(concat!(
         r"^\s*(?:\S+\s+){0,4}?(?:\[(?:DEBUG|INFO|WARN|WARNING|TRACE)\]|(?:ERROR|WARN|WARNING|SEVERE|DEBUG|INFO|TRACE|FINE|FINER|FINEST)(?::|\s|$))",
-    )
+        r"|^(?i:allvarlig|varning|schwerwiegend|warnung|information|grave|avertissement|infos",
+        r"|advertencia|información|avvertenza|informazioni|advertência|informações): ",
+    ))
     .expect("built-in pattern compiles")
 });
 static NOT_A_RECORD: LazyLock<Regex> = LazyLock::new(|| {

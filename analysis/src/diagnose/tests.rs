@@ -361,6 +361,23 @@ fn a_stack_trace_a_logger_printed_is_not_an_uncaught_error() {
 }
 
 #[test]
+fn a_stack_trace_after_a_java_util_logging_record_in_another_language_is_handled() {
+    // Written for this test: java.util.logging's two-line records as a JVM
+    // in Swedish, French or German prints them (upper case in JDK 8, title
+    // case since), each followed by the stack trace it logged.
+    for level in ["ALLVARLIG", "AVERTISSEMENT", "Schwerwiegend", "Advertencia"] {
+        let text = format!(
+            "jan 13, 2024 2:28:43 EM com.example.Loader load\n\
+             {level}: Failed to read file.\n\
+             java.lang.IllegalArgumentException: protocol = http host = null\n\
+             \tat com.example.Loader.load(Loader.java:40)"
+        );
+        let d = diagnose_text(&text);
+        assert_ne!(d.category, Category::CodeError, "{text}: {}", d.decided_by);
+    }
+}
+
+#[test]
 fn javac_and_javadoc_warnings_are_not_compile_errors() {
     // Written for this test, in javac's, javadoc's and Maven's formats.
     for text in [
