@@ -430,6 +430,38 @@ fn a_network_error_logged_as_handled_is_not_the_failure() {
 }
 
 #[test]
+fn a_parser_s_invalid_token_is_not_a_credential() {
+    // Written for this test: parsers name the token they could not read;
+    // a service that refuses a credential says the token is invalid.
+    for text in [
+        "[ERROR] WARNING: CSS error: 'http://localhost:8080/app/css/site.css' [4:18] Error in style rule. (Invalid token \":\". Was expecting one of: <EOF>, <S>.)",
+        "ParseError: invalid token '}' at line 3, column 7",
+    ] {
+        let d = diagnose_text(text);
+        assert_ne!(
+            d.category,
+            Category::ConfigError,
+            "{text}: {}",
+            d.decided_by
+        );
+    }
+    for text in [
+        "Error: Invalid token",
+        "{\"message\":\"Invalid token\"}",
+        "error: invalid access token provided",
+        "Upload failed: invalid API key",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(
+            d.category,
+            Category::ConfigError,
+            "{text}: {}",
+            d.decided_by
+        );
+    }
+}
+
+#[test]
 fn a_closed_socket_or_channel_of_the_program_is_not_the_network_or_a_lost_agent() {
     // Written for this test: a network library's own tests close sockets
     // and NIO channels on purpose, and a clean-up step names a generated
