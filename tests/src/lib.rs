@@ -411,7 +411,7 @@ impl Drop for Worker {
         // A failing test shows what its worker said: the log lives in a
         // scratch folder nobody reads once CI has gone.
         if std::thread::panicking() {
-            print_tail(&self.log);
+            print_log_ends(&self.log);
         }
     }
 }
@@ -419,7 +419,7 @@ impl Drop for Worker {
 /// Prints the first 20 and the last 40 lines of a child's log: a failing
 /// test shows what the process said (its scratch folder is gone once CI
 /// has finished), how it started and how it ended.
-pub fn print_tail(log: &Path) {
+pub fn print_log_ends(log: &Path) {
     let text = fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     eprintln!("--- {} ({} lines) ---", log.display(), lines.len());

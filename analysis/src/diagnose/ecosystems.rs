@@ -12,6 +12,14 @@ pub(super) fn diagnosed(text: &str, want: Category) -> Diagnosis {
     d
 }
 
+/// The other side of [`diagnosed`]: `text` reads as anything but `unwanted`.
+#[track_caller]
+pub(super) fn not_diagnosed(text: &str, unwanted: Category) -> Diagnosis {
+    let d = diagnose_text(text);
+    assert_ne!(d.category, unwanted, "\n{text}\n{d:#?}");
+    d
+}
+
 #[track_caller]
 fn failing<'a>(d: &'a Diagnosis, name: &str) -> &'a TestRef {
     d.facts

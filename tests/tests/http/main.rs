@@ -51,7 +51,7 @@ pub struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            faultline_tests::print_tail(&self.log);
+            faultline_tests::print_log_ends(&self.log);
         }
     }
 }
