@@ -2232,3 +2232,86 @@ fn dependency_resolution_and_builds_in_the_package_managers_own_words() {
         diagnosed(log, Category::DependencyError);
     }
 }
+
+#[test]
+fn a_jsp_page_that_does_not_compile_is_a_code_error() {
+    for log in [
+        "[ERROR] Failed to execute goal org.eclipse.jetty:jetty-jspc-maven-plugin:9.4.8:jspc (jspc) on project shop-web: Failure processing jsps\n[ERROR] An error occurred at line: 12 in the jsp file: /cart-summary.jsp\n[ERROR] Unreachable code",
+        "org.apache.jasper.JasperException: An error occurred at line: [7] in the jsp file: [/WEB-INF/views/basket.jsp]",
+        "org.apache.jasper.JasperException: Unable to compile class for JSP",
+    ] {
+        let d = diagnosed(log, Category::CodeError);
+        assert!(d.decided_by.starts_with("jsp.compile"), "{d:#?}");
+    }
+}
+
+/// A Maven build whose only stack trace was printed by a test class that
+/// then passed, and whose failure is elsewhere (`tail`).
+fn surefire_log(clean_class: bool, tail: &str) -> String {
+    let verdict = if clean_class {
+        "Tests run: 3, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.4 sec - in com.acme.shop.CartTest"
+    } else {
+        "Tests run: 3, Failures: 0, Errors: 1, Skipped: 0, Time elapsed: 0.4 sec <<< FAILURE! - in com.acme.shop.CartTest"
+    };
+    let mut log = String::from(
+        "$ mvn -B verify\n[INFO] Scanning for projects...\n\n-------------------------------------------------------\n T E S T S\n-------------------------------------------------------\n",
+    );
+    for i in 0..30 {
+        log.push_str(&format!("Running com.acme.shop.Other{i}Test\nTests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 sec - in com.acme.shop.Other{i}Test\n"));
+    }
+    log.push_str("Running com.acme.shop.CartTest\nemptying the cart of a closed session\njava.lang.IllegalStateException: session closed\n\tat com.acme.shop.Cart.clear(Cart.java:41)\n\tat com.acme.shop.CartTest.clearsClosed(CartTest.java:19)\n");
+    log.push_str(verdict);
+    log.push_str("\n\nResults :\n\nTests run: 63, Failures: 0, Errors: 0, Skipped: 0\n\n");
+    log.push_str(tail);
+    log.push_str(
+        "\nThe command \"mvn -B verify\" exited with 1.\n\nDone. Your build exited with 1.\n",
+    );
+    log
+}
+
+fn excerpt_of_text(log: &str) -> crate::logs::Excerpt {
+    crate::logs::excerpt_reader(
+        std::io::Cursor::new(log.as_bytes().to_vec()),
+        &crate::logs::ExcerptOptions {
+            max_lines: EXCERPT_LINES,
+            ..crate::logs::ExcerptOptions::default()
+        },
+    )
+    .expect("reads from memory")
+}
+
+#[test]
+fn what_a_test_class_printed_before_it_passed_is_not_read_as_the_failure() {
+    // Nothing else failed in the log: the trace of a class that passed is
+    // no uncaught error (it decided CODE_ERROR before; what is left is the
+    // failed step's own prior, below auto-completion).
+    let ex = excerpt_of_text(&surefire_log(true, "[INFO] BUILD FAILURE"));
+    assert!(
+        ex.lines
+            .iter()
+            .any(|l| l.text.contains("IllegalStateException")),
+        "the excerpt still shows the trace: {ex:#?}"
+    );
+    assert!(!ex.passed.is_empty(), "{ex:#?}");
+    let d = diagnose(&ex);
+    assert!(d.decided_by.starts_with("failed step"), "{d:#?}");
+    assert!(d.confidence < 0.5, "{d:#?}");
+    assert!(
+        d.findings.iter().all(|f| f.rule != "java.exception"),
+        "{d:#?}"
+    );
+    // The same trace in the class that errored is the failure.
+    let d = diagnose(&excerpt_of_text(&surefire_log(
+        false,
+        "[INFO] BUILD FAILURE",
+    )));
+    assert_eq!(d.category, Category::CodeError, "{d:#?}");
+    assert!(d.decided_by.starts_with("java.exception"), "{d:#?}");
+    // With the class's trace out of the way, the build's real error is read.
+    let d = diagnose(&excerpt_of_text(&surefire_log(
+        true,
+        "[ERROR] Failed to execute goal org.eclipse.jetty:jetty-jspc-maven-plugin:9.4.8:jspc (jspc) on project shop-web: Failure processing jsps\n[ERROR] An error occurred at line: 12 in the jsp file: /cart-summary.jsp\n[ERROR] Unreachable code\n[ERROR] -> [Help 1]",
+    )));
+    assert_eq!(d.category, Category::CodeError, "{d:#?}");
+    assert!(d.decided_by.contains("jsp.compile"), "{d:#?}");
+}

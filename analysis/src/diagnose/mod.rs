@@ -378,9 +378,23 @@ static INNER_STEP: LazyLock<Regex> = LazyLock::new(|| {
 /// ([`Excerpt::read_lines`]) and on the log's tail.
 fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
-    let mut seen_lines: Vec<u64> = Vec::new();
+    // What a test printed before its runner said it passed is not why the
+    // job failed (an expected exception's trace, a retried connection): it
+    // is not read at all.
+    let mut seen_lines: Vec<u64> = excerpt
+        .read_lines()
+        .iter()
+        .chain(&excerpt.lines)
+        .chain(&excerpt.aside)
+        .map(|l| l.line_no)
+        .chain(excerpt.tail.iter().map(|(no, _)| *no))
+        .filter(|&no| crate::logs::passed::inside(&excerpt.passed, no))
+        .collect();
     let mut trace = LoggedTrace::default();
     for l in excerpt.read_lines() {
+        if seen_lines.contains(&l.line_no) {
+            continue;
+        }
         collect_traced(&mut hits, &mut trace, l.line_no, &clean_line(&l.text));
         seen_lines.push(l.line_no);
     }

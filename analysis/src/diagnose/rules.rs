@@ -278,6 +278,9 @@ pub const RULES: &[Rule] = &[
     r("ld.undefined", "ld", Compile, 0.9, r"undefined reference to [`'](?P<msg>[^']+)'|^Undefined symbols for architecture|ld: symbol\(s\) not found|ld returned 1 exit status|error LNK\d{4}:"),
     r("msvc.error", "msvc", Compile, 1.0, r"^(?P<file>[\w./\\:-]+\.(?:c|cc|cpp|cxx|h|hpp))\((?P<line>\d+)\)\s*: (?:fatal )?error (?P<code>C\d{4}): (?P<msg>.+)"),
     r("javac.error", "javac", Compile, 1.0, r"^(?:\[ERROR\] )?(?P<file>[\w./\\:-]+\.java):(?:\[(?P<line>\d+),(?P<col>\d+)\]|(?P<line2>\d+):) (?:error: )?(?P<msg>.+)$"),
+    // Jasper (Tomcat's, Jetty's JSP compiler) on a page that does not
+    // compile: Tomcat 8.5+ brackets the line and file.
+    r("jsp.compile", "jasper", Compile, 0.9, r"An error occurred at line: \[?(?P<line>\d+)\]? in the (?:jsp )?file: \[?(?P<file>[^\s\]]+)\]?|\bUnable to compile class for JSP\b"),
     r("maven.compilation", "maven", Compile, 0.9, r"COMPILATION ERROR|Compilation failure|Failed to execute goal org\.apache\.maven\.plugins:maven-compiler-plugin"),
     r("gradle.compile", "gradle", Compile, 0.9, r"Execution failed for task '[\w:]*:compile\w*'|Compilation failed; see the compiler error output"),
     r("kotlin.error", "kotlinc", Compile, 1.0, r"^e: (?:file://)?(?P<file>\S+\.kts?):(?: ?\((?P<line>\d+), (?P<col>\d+)\):?|(?P<line2>\d+):(?P<col2>\d+)) (?P<msg>.+)"),
@@ -688,6 +691,7 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
         Compile
             if [
                 "javac", "kotlinc", "scalac", "groovyc", "clojure", "maven", "gradle", "sbt",
+                "jasper",
             ]
             .contains(&rule.tool) =>
         {

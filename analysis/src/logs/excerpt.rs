@@ -85,6 +85,12 @@ pub struct Excerpt {
     /// the diagnostics a check run annotates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reported: Vec<ExcerptLine>,
+    /// Line ranges (first, last) a test printed between its runner's start
+    /// line and the runner's verdict that it passed ([`super::passed`]):
+    /// not the failure, whatever they say (at most
+    /// [`super::passed::MAX_PASSED`], log order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed: Vec<(u64, u64)>,
     /// Every candidate block, ranked or not, with the quantities the
     /// ranker reads: only with [`ExcerptOptions::candidates`] (training).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

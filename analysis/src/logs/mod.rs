@@ -9,6 +9,8 @@
 //! - [`score`]: the general failure-signal rules that score cleaned lines,
 //!   plus the repetition sketch.
 //! - [`ranker`]: the learned ranking of candidate blocks (weights shipped as data).
+//! - [`passed`]: the lines tests that passed printed, as their runners bracket
+//!   them (the diagnosis does not read them).
 //! - `window` (private): the streaming window state machine behind `excerpt`.
 //! - [`mod@fingerprint`]: Sentry-style normalisation of failure text and a stable
 //!   fingerprint for grouping similar failures.
@@ -17,6 +19,7 @@ pub mod baseline;
 pub mod clean;
 pub mod excerpt;
 pub mod fingerprint;
+pub mod passed;
 pub mod ranker;
 pub mod score;
 mod window;

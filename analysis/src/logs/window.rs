@@ -270,6 +270,8 @@ pub(super) struct State<'o> {
     /// Compiler and linter report lines with a source location, in log
     /// order (at most [`MAX_REPORTED`]).
     reported: Vec<ExcerptLine>,
+    /// Brackets of tests that passed.
+    passed: super::passed::PassedTests,
 }
 
 /// Located lines read by the recognisers per log.
@@ -342,6 +344,7 @@ impl<'o> State<'o> {
             recognise_budget: RECOGNISE_BUDGET,
             anchor_budget: ANCHOR_BUDGET,
             reported: Vec::new(),
+            passed: super::passed::PassedTests::default(),
         }
     }
 
@@ -350,6 +353,7 @@ impl<'o> State<'o> {
         self.total_bytes += len;
         self.total_lines += 1;
         let (clean, tag) = clean_line_tagged(raw);
+        self.passed.push(self.total_lines, &clean);
         let mut info = analyse(&clean, tag, raw.contains('\x1b') && is_red(raw));
         // A line the job's last green log printed too is its usual noise:
         // never an anchor or signal, at most context inside a block.
@@ -681,6 +685,7 @@ impl<'o> State<'o> {
             tail,
             aside,
             reported: self.reported,
+            passed: self.passed.finish(),
             candidates,
         }
     }
