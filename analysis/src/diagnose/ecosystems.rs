@@ -2315,3 +2315,54 @@ fn what_a_test_class_printed_before_it_passed_is_not_read_as_the_failure() {
     assert_eq!(d.category, Category::CodeError, "{d:#?}");
     assert!(d.decided_by.contains("jsp.compile"), "{d:#?}");
 }
+
+#[test]
+fn a_connection_error_a_passing_jest_file_logged_does_not_outweigh_the_failed_test() {
+    let log = "\
+$ npm test
+
+> shop@1.0.0 test /home/travis/build/acme/shop
+> jest --ci
+
+ FAIL  src/cart/checkout.test.js
+  ● checkout › totals the basket
+
+    expect(received).toBe(expected) // Object.is equality
+
+    Expected: 4
+    Received: 3
+
+      10 |   const total = checkout(basket);
+    > 11 |   expect(total).toBe(4);
+         |                 ^
+
+      at Object.<anonymous> (src/cart/checkout.test.js:11:17)
+
+ PASS  src/cart/cache.test.js
+  ● Console
+
+    console.error
+      Error: connect ECONNREFUSED 127.0.0.1:6379
+          at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)
+
+Test Suites: 1 failed, 1 passed, 2 total
+Tests:       1 failed, 7 passed, 8 total
+Snapshots:   0 total
+Time:        2.31 s
+Ran all test suites.
+npm ERR! Test failed.  See above for more details.
+The command \"npm test\" exited with 1.
+
+Done. Your build exited with 1.
+";
+    let ex = excerpt_of_text(log);
+    assert_eq!(ex.passed.len(), 1, "{ex:#?}");
+    let d = diagnose(&ex);
+    assert_eq!(d.category, Category::TestFailure, "{d:#?}");
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.category != Category::InfraError),
+        "{d:#?}"
+    );
+}

@@ -10,7 +10,13 @@
 //!   2.19 under Maven's level prefix) … `Tests run: 4, Failures: 0, Errors:
 //!   0, Skipped: 0, Time elapsed: 0.1 sec` (` - in com.acme.CartTest` since
 //!   2.19);
-//! - `go test -v`: `=== RUN   TestCart` … `--- PASS: TestCart (0.01s)`.
+//! - `go test -v`: `=== RUN   TestCart` … `--- PASS: TestCart (0.01s)`;
+//! - Python's unittest, verbose: `test_total (shop.tests.CartTest) ... `
+//!   and what the test printed, up to the runner's `ok` on a line of its own;
+//! - Jest: a test file's ` PASS  src/cart.test.js` header and what follows
+//!   it (its `console.error` output, say) up to the next file's header or the
+//!   run's summary (`Test Suites: …`); Jest prints each file's results
+//!   whole, so they do not interleave.
 //!
 //! Only a bracket with no other test started inside it counts: forked or
 //! parallel runs interleave their classes' output (`Running A`, `Running
@@ -31,7 +37,16 @@ pub const MAX_PASSED: usize = 256;
 const MERGE_GAP: u64 = 2;
 
 static START: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:\[INFO\] )?Running (?P<class>[\w.$]+)\s*$|^=== RUN\s+(?P<test>\S+)\s*$")
+    Regex::new(concat!(
+        r"^(?:\[INFO\] )?Running (?P<class>[\w.$]+)\s*$|^=== RUN\s+(?P<test>\S+)\s*$",
+        r"|^(?P<py>\w+ \([\w.]+\)) \.\.\. (?P<rest>.*)$",
+    ))
+    .expect("built-in pattern compiles")
+});
+
+/// unittest's verdict of a test, on the start line or a line of its own.
+static PY_VERDICT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:(?P<ok>ok)|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)\s*$")
         .expect("built-in pattern compiles")
 });
 
@@ -39,6 +54,15 @@ static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"^(?:\[(?:INFO|WARNING|ERROR)\] )?Tests run: \d+, Failures: (?P<failures>\d+), Errors: (?P<errors>\d+), Skipped: \d+(?:, Flakes: \d+)?, Time elapsed: [^<-]*?(?:<<< [A-Z]+!\s*)?(?: - in (?P<class>[\w.$]+))?\s*$",
         r"|^\s*--- (?P<go>PASS|FAIL|SKIP): (?P<test>\S+) \(",
+    ))
+    .expect("built-in pattern compiles")
+});
+
+/// Jest's header of a test file's results, or its run's summary.
+static JEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:(?P<pass>PASS)|FAIL)\s+\S+\.(?:[cm]?[jt]sx?|coffee|vue)(?:\s+\(.*\))?\s*$",
+        r"|^(?:Test Suites: |Summary of all failing tests|Ran all test suites)",
     ))
     .expect("built-in pattern compiles")
 });
@@ -51,25 +75,72 @@ pub struct PassedTests {
     open: Option<(u64, String)>,
     /// Tests started and not yet judged.
     pending: u32,
+    /// The first line of the Jest test file whose results are printing,
+    /// when it passed.
+    jest: Option<u64>,
+    /// A unittest test started and printed before its verdict.
+    python: bool,
     ranges: VecDeque<(u64, u64)>,
 }
 
 impl PassedTests {
     /// Reads line `no` (its text cleaned of ANSI codes and timestamps).
     pub fn push(&mut self, no: u64, clean: &str) {
-        // Cheap prefilter: both runners' lines start with one of these.
         let t = clean.trim_end();
+        if (t.contains("PASS")
+            || t.contains("FAIL")
+            || t.contains("Test Suites: ")
+            || t.starts_with("Ran all"))
+            && let Some(c) = JEST.captures(t)
+        {
+            if let Some(start) = self.jest.take() {
+                self.record(start, no.saturating_sub(1).max(start));
+            }
+            if c.name("pass").is_some() {
+                self.jest = Some(no);
+            }
+            return;
+        }
+        // unittest's verdict: the test that printed after its start line
+        // ends here.
+        if self.python
+            && PY_VERDICT.captures(t).is_some_and(|c| {
+                self.python = false;
+                self.pending = self.pending.saturating_sub(1);
+                c.name("ok").is_some()
+            })
+        {
+            if let Some((start, _)) = self.open.take() {
+                self.record(start, no);
+            }
+            return;
+        }
+        // Cheap prefilter: the other runners' lines hold one of these.
         if !(t.contains("Running ")
             || t.starts_with("=== RUN")
             || t.contains("Tests run: ")
+            || t.contains(" ... ")
             || t.trim_start().starts_with("--- "))
         {
             return;
         }
         if let Some(c) = START.captures(t) {
+            if let Some(rest) = c.name("rest") {
+                // A test judged on its own line printed nothing.
+                if PY_VERDICT.is_match(rest.as_str()) {
+                    return;
+                }
+                if self.python {
+                    // The last one's verdict was never read.
+                    self.pending = self.pending.saturating_sub(1);
+                    self.open = None;
+                }
+                self.python = true;
+            }
             let name = c
                 .name("class")
                 .or_else(|| c.name("test"))
+                .or_else(|| c.name("py"))
                 .map_or("", |m| m.as_str());
             self.pending += 1;
             // A second test started before the first one's verdict: an
@@ -98,7 +169,8 @@ impl PassedTests {
         if let Some(last) = self.ranges.back_mut()
             && start <= last.1 + MERGE_GAP
         {
-            last.1 = end;
+            last.0 = last.0.min(start);
+            last.1 = last.1.max(end);
             return;
         }
         if self.ranges.len() >= MAX_PASSED {
@@ -184,6 +256,47 @@ panic: runtime error: index out of range
         let r = ranges(log);
         assert_eq!(r, vec![(1, 5)]);
         assert!(!inside(&r, 7));
+    }
+
+    #[test]
+    fn a_jest_file_that_passed_brackets_its_console_output_up_to_the_next_header() {
+        let log = "\
+ PASS  src/cart/total.test.js
+  ● Console
+
+    console.error
+      Error: connect ECONNREFUSED 127.0.0.1:6379
+          at TCPConnectWrap.afterConnectHandler (node:net:1300:16)
+
+ FAIL  src/cart/checkout.test.ts (5.1 s)
+  ● checkout › charges the card
+
+    TypeError: Cannot read properties of undefined (reading 'id')
+
+ PASS  src/cart/tax.test.js
+Test Suites: 1 failed, 2 passed, 3 total
+";
+        let r = ranges(log);
+        assert_eq!(r, vec![(1, 7), (13, 13)]);
+        assert!(inside(&r, 5) && !inside(&r, 11));
+    }
+
+    #[test]
+    fn a_unittest_test_that_printed_before_its_ok_brackets_what_it_printed() {
+        let log = "\
+test_total (shop.tests.CartTest) ... ok
+test_refund (shop.tests.CartTest) ... ERROR:shop.pay:Traceback (most recent call last):
+  File \"/srv/shop/pay.py\", line 12, in refund
+ZeroDivisionError: division by zero
+ok
+test_tax (shop.tests.CartTest) ... Traceback (most recent call last):
+ImportError: No module named vat
+FAIL
+test_vat (shop.tests.CartTest) ... skipped 'no network'
+";
+        let r = ranges(log);
+        assert_eq!(r, vec![(2, 5)]);
+        assert!(inside(&r, 4) && !inside(&r, 7));
     }
 
     #[test]
