@@ -104,13 +104,13 @@ impl PassedTests {
         // unittest's verdict: the test that printed after its start line
         // ends here.
         if self.python
-            && PY_VERDICT.captures(t).is_some_and(|c| {
-                self.python = false;
-                self.pending = self.pending.saturating_sub(1);
-                c.name("ok").is_some()
-            })
+            && let Some(c) = PY_VERDICT.captures(t)
         {
-            if let Some((start, _)) = self.open.take() {
+            self.python = false;
+            self.pending = self.pending.saturating_sub(1);
+            if let Some((start, _)) = self.open.take()
+                && c.name("ok").is_some()
+            {
                 self.record(start, no);
             }
             return;
@@ -297,6 +297,9 @@ test_vat (shop.tests.CartTest) ... skipped 'no network'
         let r = ranges(log);
         assert_eq!(r, vec![(2, 5)]);
         assert!(inside(&r, 4) && !inside(&r, 7));
+        // A test that failed leaves nothing open for a later verdict.
+        let log = "test_tax (shop.tests.CartTest) ... printed\nFAIL\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.1 sec\n";
+        assert_eq!(ranges(log), vec![]);
     }
 
     #[test]
