@@ -2269,7 +2269,8 @@ fn surefire_log(clean_class: bool, tail: &str) -> String {
     log
 }
 
-fn excerpt_of_text(log: &str) -> crate::logs::Excerpt {
+/// The excerpt the worker's `log_excerpt` tool takes of `log`.
+pub(super) fn excerpt_of_text(log: &str) -> crate::logs::Excerpt {
     crate::logs::excerpt_reader(
         std::io::Cursor::new(log.as_bytes().to_vec()),
         &crate::logs::ExcerptOptions {

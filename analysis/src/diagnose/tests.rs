@@ -1,7 +1,7 @@
 //! Each ecosystem's recognisers on short snippets written for these tests
 //! in the tools' real output formats (not lines of any labelled data set).
 
-use super::ecosystems::{diagnosed, not_diagnosed};
+use super::ecosystems::{diagnosed, excerpt_of_text, not_diagnosed};
 use super::*;
 
 fn category(text: &str) -> Category {
@@ -695,14 +695,7 @@ fn mocha_step(cause: &str) -> crate::logs::Excerpt {
          at Context.<anonymous> (test/cart.test.js:12:20)\n\n\n\
          The command \"npm test\" exited with 1.\n",
     );
-    crate::logs::excerpt_reader(
-        std::io::Cursor::new(log.into_bytes()),
-        &crate::logs::ExcerptOptions {
-            max_lines: EXCERPT_LINES,
-            ..crate::logs::ExcerptOptions::default()
-        },
-    )
-    .expect("reads from memory")
+    excerpt_of_text(&log)
 }
 
 #[test]
