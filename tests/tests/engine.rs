@@ -133,20 +133,47 @@ async fn a_killed_worker_s_run_resumes_within_five_seconds_with_default_settings
 
 /// A worker restarted under the same id (a container keeps its hostname)
 /// takes back at once what its killed predecessor held: it expires those
-/// leases before it claims anything, instead of leaving them to the 10 s
-/// lease (its new session lock makes the old session look alive).
+/// leases before it claims anything, instead of waiting for them to
+/// expire (its new session lock makes the old session look alive).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once() {
     let db = TestDb::new().await;
     let run = db.enqueue(&db.write("oom.log", oom_log()), &[]);
-    let mut before = db.worker_with_defaults("same", &[("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000")]);
+    // A lease far longer than any start-up: resuming before it expires
+    // shows the restarted worker did not wait for it, however slow the
+    // machine.
+    let mut before = db.worker_with_defaults(
+        "same",
+        &[
+            ("FAULTLINE_CHAOS_STEP_DELAY_MS", "60000"),
+            ("FAULTLINE_LEASE_TTL_MS", "60000"),
+        ],
+    );
     before.wait_holding_a_step().await;
-    let killed_at = db.now().await;
+    let lease_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT lease_expires_at FROM analysis_runs WHERE id = $1 AND lease_owner = 'same'",
+    )
+    .bind(run)
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
     before.kill9();
-    let _after = db.worker_with_defaults("same", &[]);
+    let after = db.worker_with_defaults("same", &[("FAULTLINE_LEASE_TTL_MS", "60000")]);
+    // Counted from the restarted worker being up, not from the kill: a
+    // loaded machine can take seconds to start a process, which is not
+    // what this measures.
+    after.http_base().await;
+    let up_at = db.now().await;
     let resumed_at = db.committed_at(run, 1).await;
-    let resume = (resumed_at - killed_at).num_milliseconds();
-    assert!(resume <= 5_000, "resumed {resume} ms after the kill");
+    let resume = (resumed_at - up_at).num_milliseconds();
+    assert!(
+        resume <= 5_000,
+        "resumed {resume} ms after the restarted worker was up"
+    );
+    assert!(
+        resumed_at < lease_expires,
+        "resumed at {resumed_at}, not before the killed predecessor's lease expired at {lease_expires}"
+    );
     assert!(
         wait_terminal(&db.pool, run, Duration::from_secs(60)).await != "failed",
         "the run completes on the restarted worker"
