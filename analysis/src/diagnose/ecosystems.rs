@@ -1876,6 +1876,19 @@ fn travis_job_time_limit() {
 }
 
 #[test]
+fn a_command_the_timeout_utility_stopped_is_the_time_limit() {
+    // Written for this test: rake reporting that `timeout` (exit status
+    // 124) stopped the test command it ran.
+    diagnosed(
+        "Acceptance: Basket - checkout\n\
+         rake aborted!\n\
+         Command failed with status (124): [node /home/ci/shop/vendor/run-qunit.js http://localhost:60099/qunit 1200000]\n\
+         /home/ci/shop/lib/tasks/qunit.rake:92:in `block in <main>'",
+        Category::InfraError,
+    );
+}
+
+#[test]
 fn github_actions_job_time_limit() {
     diagnosed(
         "##[error]The job running on runner GitHub Actions 12 has exceeded the maximum execution time of 360 minutes.",
@@ -2177,6 +2190,64 @@ fn the_network_the_mirror_and_the_machine_in_the_tools_own_words() {
 }
 
 #[test]
+fn an_installed_library_built_against_another_version_is_a_dependency() {
+    // Written for this test: a wheel's extension module built against
+    // another version of its native library.
+    let d = diagnosed(
+        "ImportError: /opt/venv/lib/python3.11/site-packages/shopcart/_speedups.cpython-311-x86_64-linux-gnu.so: undefined symbol: cart_total_v2",
+        Category::DependencyError,
+    );
+    assert!(
+        d.decided_by.starts_with("ld.missing_lib"),
+        "{}",
+        d.decided_by
+    );
+    // The project's own extension module is its code.
+    not_diagnosed(
+        "ImportError: /home/ci/shop/build/lib/shopcart/_speedups.so: undefined symbol: cart_total_v2",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn network_failures_in_more_runtimes_and_package_managers_own_words() {
+    for log in [
+        // Go's HTTP client; yarn's retry notice; curl's older resolver wording.
+        "Get \"https://proxy.example.org/shopcart/@v/list\": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)",
+        "info There appears to be trouble with your network connection. Retrying...",
+        "curl: (6) Couldn't resolve host 'downloads.example.org'",
+        "curl: (52) Empty reply from server",
+        // Python's http.client and urllib3, in words rather than by type.
+        "http.client.RemoteDisconnected: Remote end closed connection without response",
+        "ERROR: Could not install packages due to an OSError: HTTPSConnectionPool(host='pypi.example.org', port=443): Max retries exceeded with url: /simple/shopcart/",
+        "urllib.error.HTTPError: HTTP Error 502: Proxy Error",
+        "ssl.SSLEOFError: EOF occurred in violation of protocol (_ssl.c:2396)",
+        // RubyGems, the JDK's TLS, Apache HttpClient, .NET and NuGet.
+        "ERROR:  While executing gem ... (Gem::RemoteFetcher::UnknownHostError)\n    timed out (https://gems.example.org/specs.4.8.gz)",
+        "javax.net.ssl.SSLHandshakeException: Remote host terminated the handshake",
+        "org.apache.http.conn.HttpHostConnectException: Connect to repo.example.org:443 failed",
+        "error : Unable to load the service index for source https://feed.example.org/v3/index.json.",
+        "Unhandled exception. ---> The remote server returned an error: (503) Server Unavailable.",
+        // bash reporting that the kernel killed its child.
+        "./ci/test.sh: line 12:  4711 Killed                  python -m pytest tests",
+        // Testcontainers without a Docker daemon.
+        "java.lang.IllegalStateException: Could not find a valid Docker environment. Please see logs and check configuration",
+    ] {
+        diagnosed(log, Category::InfraError);
+    }
+    // The logout script killing a server the job left running is clean-up.
+    let d = diagnose_text(
+        "/home/ci/.bash_logout: line 4:  3346 Killed                  java -jar ./target/shop-server.war",
+    );
+    assert_eq!(d.category, Category::Unknown, "{d:#?}");
+    // A test that expects a server error from its own handler is not the network.
+    diagnosed(
+        "FAILED tests/test_api.py::test_refund - AssertionError: expected status 503, got 200",
+        Category::TestFailure,
+    );
+}
+
+#[test]
 fn configuration_paths_credentials_and_files_in_the_tools_own_words() {
     for log in [
         // The JVM launcher; an SDK home the environment was to set.
@@ -2366,4 +2437,38 @@ Done. Your build exited with 1.
             .all(|f| f.category != Category::InfraError),
         "{d:#?}"
     );
+}
+
+#[test]
+fn a_network_error_after_the_failed_steps_footer_is_not_its_cause() {
+    // Written for this test: a Travis job whose docs build failed, then
+    // whose cache upload met a dropped connection on the way out.
+    let log = |after: &str| {
+        format!(
+            "$ sphinx-build -nW -b html . _build/html\n\
+             Running Sphinx v1.5.1\n\
+             writing output... [100%] index\n\
+             \n\
+             Warning, treated as error:\n\
+             /home/ci/docs/guide/install.rst:7: WARNING: unknown document: ../setup/intro\n\
+             \n\
+             The command \"sphinx-build -nW -b html . _build/html\" exited with 1.\n\
+             {after}\
+             \n\
+             Done. Your build exited with 1.\n"
+        )
+    };
+    let d = diagnose(&excerpt_of_text(&log(
+        "store build cache\nchanges detected, packing new archive\nuploading archive\nfailed to upload cache\ncurl: (56) Recv failure: Connection reset by peer\n",
+    )));
+    assert_eq!(d.category, Category::CodeError, "{d:#?}");
+    // The same connection error before the footer is the step's.
+    let d = diagnose(&excerpt_of_text(
+        "$ ./ci/fetch-fixtures.sh\n\
+         curl: (56) Recv failure: Connection reset by peer\n\
+         The command \"./ci/fetch-fixtures.sh\" exited with 56.\n\
+         \n\
+         Done. Your build exited with 1.\n",
+    ));
+    assert_eq!(d.category, Category::InfraError, "{d:#?}");
 }

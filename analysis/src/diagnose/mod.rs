@@ -395,6 +395,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         if seen_lines.contains(&l.line_no) {
             continue;
         }
+        trace.prime(excerpt, l.line_no);
         collect_traced(&mut hits, &mut trace, l.line_no, &clean_line(&l.text));
         seen_lines.push(l.line_no);
     }
@@ -426,13 +427,21 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
     }
     // How the job ended: only the machine and the CI system speak there
-    // with full weight; anything else in the tail merely supports.
+    // with full weight; anything else in the tail merely supports. What
+    // the machine says after the failed step's footer (the CI storing its
+    // cache, a post-job clean-up) came after the failure: it is not read.
+    let footer = excerpt.failed_steps.iter().map(|s| s.line_no).max();
     for (no, text) in &excerpt.tail {
         if seen_lines.contains(no) {
             continue;
         }
         let before = hits.len();
         collect(&mut hits, *no, text);
+        let after_footer = footer.is_some_and(|f| *no > f);
+        hits.extract_if(before.., |h| {
+            after_footer && rules::RULES[h.rule].kind == Kind::Infra
+        })
+        .for_each(drop);
         for h in &mut hits[before..] {
             let kind = rules::RULES[h.rule].kind;
             h.weight *= if kind == Kind::Infra { 0.9 } else { 0.3 };
@@ -492,8 +501,13 @@ enum TailSays {
 
 fn tail_says(excerpt: &Excerpt) -> TailSays {
     let mut says = TailSays::Nothing;
-    for (_, t) in &excerpt.tail {
+    let footer = excerpt.failed_steps.iter().map(|s| s.line_no).max();
+    for (no, t) in &excerpt.tail {
+        let after_footer = footer.is_some_and(|f| *no > f);
         for i in matches_of(t) {
+            if after_footer && rules::RULES[i].kind == Kind::Infra {
+                continue;
+            }
             if !rules::RULES[i].kind.reports_tests() {
                 return TailSays::Cause;
             }
@@ -598,9 +612,10 @@ static JAVA_WARNING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\.java:(?:\d+:|\[\d+,\d+\]) warning\b").expect("built-in pattern compiles")
 });
 
-/// javac's report of a missing package, with the file that imports it.
+/// javac's report of a missing package, with the file that imports it
+/// (`X.java:12: error: …`; through Maven, `X.java:[12,8] error: …`).
 static JAVA_MISSING_PACKAGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?P<file>[\w./\\:-]+)\.java:\d+: error: package (?P<pkg>[\w.]+) does not exist")
+    Regex::new(r"(?P<file>[\w./\\:-]+)\.java:(?:\d+:|\[\d+,\d+\]) error: package (?P<pkg>[\w.]+) does not exist")
         .expect("built-in pattern compiles")
 });
 
@@ -660,15 +675,23 @@ static NOT_AN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Whether rule `rule`, one of `matched` (every rule matching `text`),
 /// says what it seems to on this line:
-/// - a 404 is the thing asked for not existing, not the network failing;
+/// - a 404 is the thing asked for not existing, not the network failing,
+///   and a process the logout script killed is not the machine's doing;
 /// - the shared `file:line:col:` shape on a warning or a note is not the
 ///   failure, and where a tool's own format matches too it adds nothing;
 /// - a generic "expected … but found" or "assertion failed" inside a
 ///   linter's or compiler's own diagnostic is that tool's message, not a
-///   test's expectation.
+///   test's expectation; nor is it one on a notice of something skipped or
+///   on a line logged at the INFO or DEBUG level.
 fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
     let r = &rules::RULES[rule];
     if r.kind == Kind::Infra && (NOT_FOUND_404.is_match(text) || RECOVERED.is_match(text)) {
+        return false;
+    }
+    // The login shell's logout script killing what the job left running
+    // (`~/.bash_logout: line 4:  3346 Killed  java -jar app.war`) is the
+    // session being cleaned up, not the machine running out of memory.
+    if r.kind == Kind::Infra && text.contains("bash_logout:") {
         return false;
     }
     // A tool's own format on the same line says it better.
@@ -682,10 +705,17 @@ fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
         return !NOT_AN_ERROR.is_match(text) && !tool_says();
     }
     if r.kind == Kind::Assertion && r.id.starts_with("generic.") {
-        return !tool_says();
+        return !tool_says() && !SKIP_NOTICE.is_match(text) && !RECOVERED.is_match(text);
     }
     true
 }
+
+/// A notice of something skipped (`Skipping deployment: expected branch
+/// 'main' but was 'fix-x'`, a runner's `SKIPPED [1] …`): what it expected
+/// and did not find made the step do less, not fail.
+static SKIP_NOTICE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\W*skip(?:s|ping|ped)?\b").expect("built-in pattern compiles")
+});
 
 /// [`collect`] on the next line of a run of lines (`clean`: through
 /// [`clean_line`], untrimmed), dropping what reads an uncaught error on a
@@ -693,9 +723,12 @@ fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
 fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, clean: &str) {
     let before = hits.len();
     collect(hits, line_no, clean.trim());
-    if trace.step(line_no, clean) {
-        hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Crash)
-            .for_each(drop);
+    match trace.step(line_no, clean) {
+        Logged::No => {}
+        Logged::Error => hits
+            .extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Crash)
+            .for_each(drop),
+        Logged::Warning => hits.truncate(before),
     }
 }
 
@@ -724,6 +757,19 @@ static TRACE_HEAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b|(?P<py>Traceback \(most recent call last\):))")
         .expect("built-in pattern compiles")
 });
+/// A message that ends by introducing the stack trace below it (`Warning:
+/// could not load the plugin due to traceback: Traceback (most recent call
+/// last):`): the program printed the trace as part of its message. Not a
+/// prefix of another kind (`INTERNALERROR> `, a container's `web_1  | `).
+static TRACE_AFTER_MESSAGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?P<msg>\S.*?[A-Za-z]{3}.*?):\s+Traceback \(most recent call last\):\s*$")
+        .expect("built-in pattern compiles")
+});
+/// A record or message at the warning level (`WARNING: …`, `[WARN] …`,
+/// `Warning: …`, also behind a timestamp and a thread).
+static WARNING_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:\S+\s+){0,3}?\[?warn(?:ing)?\b").expect("built-in pattern compiles")
+});
 /// A JVM stack trace's further lines.
 static TRACE_MORE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -743,21 +789,73 @@ struct LoggedTrace {
     state: TraceState,
 }
 
+/// Whether a stack trace's record was a warning (`true`) or an error.
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
 enum TraceState {
     #[default]
     Outside,
     /// The line before was a logger's record.
-    AfterRecord,
+    AfterRecord(bool),
     /// Inside a JVM trace: `at …`, `Caused by: …` lines follow.
-    Jvm,
+    Jvm(bool),
     /// Inside a Python traceback: indented lines follow, then the error.
-    Python,
+    Python(bool),
+}
+
+/// What [`LoggedTrace::step`] says of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Logged {
+    /// Not a line of a trace a logger printed.
+    No,
+    /// A line of the trace of an error the program logged: no uncaught
+    /// error, whatever else it names.
+    Error,
+    /// A line of the trace of a warning: the program went on, nothing on
+    /// it is the failure.
+    Warning,
+}
+
+impl Logged {
+    fn of(warned: bool) -> Self {
+        if warned {
+            Logged::Warning
+        } else {
+            Logged::Error
+        }
+    }
 }
 
 impl LoggedTrace {
+    /// Before line `no` is read, shows the tracer the line above it when
+    /// the excerpt holds it but the reading starts below it (the record a
+    /// block's trace belongs to, shown as context).
+    fn prime(&mut self, excerpt: &Excerpt, no: u64) {
+        let Some(above) = no.checked_sub(1) else {
+            return;
+        };
+        if self.prev == Some(above) {
+            return;
+        }
+        let text = excerpt
+            .lines
+            .iter()
+            .chain(&excerpt.aside)
+            .find(|l| l.line_no == above)
+            .map(|l| l.text.as_str())
+            .or_else(|| {
+                excerpt
+                    .tail
+                    .iter()
+                    .find(|(n, _)| *n == above)
+                    .map(|(_, t)| t.as_str())
+            });
+        if let Some(text) = text {
+            self.step(above, &clean_line(text));
+        }
+    }
+
     /// Reads the next line (`no`: its number, consecutive lines only).
-    fn step(&mut self, no: u64, text: &str) -> bool {
+    fn step(&mut self, no: u64, text: &str) -> Logged {
         let state = if self.prev.is_some_and(|p| p + 1 == no) {
             self.state
         } else {
@@ -767,32 +865,34 @@ impl LoggedTrace {
         self.state = TraceState::Outside;
         match state {
             // Its last line, the error itself, ends it.
-            TraceState::Python => {
+            TraceState::Python(warned) => {
                 if text.starts_with(char::is_whitespace) {
-                    self.state = TraceState::Python;
+                    self.state = TraceState::Python(warned);
                 }
-                return true;
+                return Logged::of(warned);
             }
-            TraceState::Jvm if TRACE_MORE.is_match(text) => {
-                self.state = TraceState::Jvm;
-                return true;
+            TraceState::Jvm(warned) if TRACE_MORE.is_match(text) => {
+                self.state = TraceState::Jvm(warned);
+                return Logged::of(warned);
             }
-            TraceState::AfterRecord => {
+            TraceState::AfterRecord(warned) => {
                 if let Some(c) = TRACE_HEAD.captures(text) {
                     self.state = if c.name("py").is_some() {
-                        TraceState::Python
+                        TraceState::Python(warned)
                     } else {
-                        TraceState::Jvm
+                        TraceState::Jvm(warned)
                     };
-                    return true;
+                    return Logged::of(warned);
                 }
             }
             _ => {}
         }
-        if LOG_RECORD.is_match(text) && !NOT_A_RECORD.is_match(text) {
-            self.state = TraceState::AfterRecord;
+        if let Some(c) = TRACE_AFTER_MESSAGE.captures(text) {
+            self.state = TraceState::Python(WARNING_LEVEL.is_match(&c["msg"]));
+        } else if LOG_RECORD.is_match(text) && !NOT_A_RECORD.is_match(text) {
+            self.state = TraceState::AfterRecord(WARNING_LEVEL.is_match(text));
         }
-        false
+        Logged::No
     }
 }
 

@@ -315,6 +315,11 @@ fn a_java_package_of_the_project_itself_missing_is_its_code() {
     );
     assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
     assert!(d.decided_by.starts_with("javac."), "{}", d.decided_by);
+    // The same through Maven's compiler plugin, which prints `[line,col]`.
+    let d = diagnose_text(
+        "[ERROR] /home/ci/shop/src/main/java/com/acme/shop/cart/Cart.java:[7,25] error: package com.acme.shop.pricing does not exist",
+    );
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
     // Another organisation's package is a missing library.
     let d = diagnose_text(
         "/home/ci/shop/src/test/java/com/acme/shop/cart/CartTest.java:3: error: package org.junit does not exist",
@@ -356,6 +361,55 @@ fn a_stack_trace_a_logger_printed_is_not_an_uncaught_error() {
         "10:01:02.345 [main] INFO  c.e.App - starting\nloading fixtures\njava.lang.NullPointerException\n\tat com.example.App.main(App.java:5)",
     ] {
         diagnosed(text, Category::CodeError);
+    }
+}
+
+#[test]
+fn an_expectation_on_a_skip_notice_or_an_info_record_is_not_a_test_failing() {
+    // Written for this test: a deploy script that skips itself on the
+    // wrong branch, and a program's own INFO record, both in the words of
+    // an expectation.
+    for text in [
+        "Skipping release upload: wrong branch. Expected 'main' but was 'fix-cart-total'.",
+        "INFO: Format mismatch: expected 'ISO_8601' but got 'RFC_2822' (trying the next parser)",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::Unknown, "{text}\n{d:#?}");
+    }
+    // The same words from a test are its expectation.
+    diagnosed(
+        "AssertionError: release upload: Expected 'main' but was 'fix-cart-total'.",
+        Category::TestFailure,
+    );
+}
+
+#[test]
+fn what_the_trace_of_a_warning_names_is_not_the_failure() {
+    // Written for this test: a program that warns, with the trace, that an
+    // optional import failed and goes on — the message introducing the
+    // trace on its own line, or a logger's warning record above it.
+    for text in [
+        "Warning: the optional plotting backend is off due to traceback: Traceback (most recent call last):\n\
+         \t  File \"/opt/venv/lib/python3.11/site-packages/plotkit/backend.py\", line 12, in load\n\
+         \t    import gtkplot\n\
+         \tModuleNotFoundError: No module named 'gtkplot'",
+        "WARNING:plotkit:optional backend unavailable\n\
+         Traceback (most recent call last):\n  File \"plotkit/backend.py\", line 12, in load\n    import gtkplot\n\
+         ModuleNotFoundError: No module named 'gtkplot'",
+    ] {
+        let d = diagnose_text(text);
+        assert_eq!(d.category, Category::Unknown, "{text}\n{d:#?}");
+    }
+    // The same trace uncaught, or after an error record, still names the
+    // missing module.
+    for text in [
+        "Traceback (most recent call last):\n  File \"plotkit/backend.py\", line 12, in load\n    import gtkplot\n\
+         ModuleNotFoundError: No module named 'gtkplot'",
+        "ERROR:plotkit:backend unavailable\n\
+         Traceback (most recent call last):\n  File \"plotkit/backend.py\", line 12, in load\n    import gtkplot\n\
+         ModuleNotFoundError: No module named 'gtkplot'",
+    ] {
+        diagnosed(text, Category::DependencyError);
     }
 }
 
