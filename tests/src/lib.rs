@@ -184,6 +184,18 @@ impl TestDb {
     }
 
     /// Waits (up to 60 s) until `run` commits `iteration`; returns when.
+    /// When the lease `owner` holds on `run` expires.
+    pub async fn lease_expires_at(&self, run: Uuid, owner: &str) -> chrono::DateTime<chrono::Utc> {
+        sqlx::query_scalar(
+            "SELECT lease_expires_at FROM analysis_runs WHERE id = $1 AND lease_owner = $2",
+        )
+        .bind(run)
+        .bind(owner)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap()
+    }
+
     pub async fn committed_at(&self, run: Uuid, iteration: i32) -> chrono::DateTime<chrono::Utc> {
         wait_until(Duration::from_secs(60), || async {
             sqlx::query_scalar(

@@ -102,13 +102,7 @@ async fn a_killed_worker_s_run_resumes_within_five_seconds_with_default_settings
     first.wait_holding_a_step().await;
     let second = db.worker_with_defaults("second", &[]);
     second.http_base().await;
-    let lease_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
-        "SELECT lease_expires_at FROM analysis_runs WHERE id = $1 AND lease_owner = 'first'",
-    )
-    .bind(run)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let lease_expires = db.lease_expires_at(run, "first").await;
     let killed_at = db.now().await;
     first.kill9();
     let resumed_at = db.committed_at(run, 1).await;
@@ -150,13 +144,7 @@ async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once()
         ],
     );
     before.wait_holding_a_step().await;
-    let lease_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
-        "SELECT lease_expires_at FROM analysis_runs WHERE id = $1 AND lease_owner = 'same'",
-    )
-    .bind(run)
-    .fetch_one(&db.pool)
-    .await
-    .unwrap();
+    let lease_expires = db.lease_expires_at(run, "same").await;
     before.kill9();
     let after = db.worker_with_defaults("same", &[("FAULTLINE_LEASE_TTL_MS", "60000")]);
     // Counted from the restarted worker being up, not from the kill: a

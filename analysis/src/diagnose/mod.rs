@@ -430,18 +430,17 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     // with full weight; anything else in the tail merely supports. What
     // the machine says after the failed step's footer (the CI storing its
     // cache, a post-job clean-up) came after the failure: it is not read.
-    let footer = excerpt.failed_steps.iter().map(|s| s.line_no).max();
+    let after_footer = after_the_footer(excerpt);
     for (no, text) in &excerpt.tail {
         if seen_lines.contains(no) {
             continue;
         }
         let before = hits.len();
         collect(&mut hits, *no, text);
-        let after_footer = footer.is_some_and(|f| *no > f);
-        hits.extract_if(before.., |h| {
-            after_footer && rules::RULES[h.rule].kind == Kind::Infra
-        })
-        .for_each(drop);
+        if after_footer(*no) {
+            hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
+                .for_each(drop);
+        }
         for h in &mut hits[before..] {
             let kind = rules::RULES[h.rule].kind;
             h.weight *= if kind == Kind::Infra { 0.9 } else { 0.3 };
@@ -499,11 +498,20 @@ enum TailSays {
     Cause,
 }
 
+/// Whether a line comes after the last footer of a failed step (`The
+/// command "…" exited with 1.`): the job had failed by then, so what the
+/// machine says there (the CI storing its cache, a post-job clean-up) is
+/// not why.
+fn after_the_footer(excerpt: &Excerpt) -> impl Fn(u64) -> bool {
+    let footer = excerpt.failed_steps.iter().map(|s| s.line_no).max();
+    move |no| footer.is_some_and(|f| no > f)
+}
+
 fn tail_says(excerpt: &Excerpt) -> TailSays {
     let mut says = TailSays::Nothing;
-    let footer = excerpt.failed_steps.iter().map(|s| s.line_no).max();
+    let after_footer = after_the_footer(excerpt);
     for (no, t) in &excerpt.tail {
-        let after_footer = footer.is_some_and(|f| *no > f);
+        let after_footer = after_footer(*no);
         for i in matches_of(t) {
             if after_footer && rules::RULES[i].kind == Kind::Infra {
                 continue;
@@ -685,13 +693,14 @@ static NOT_AN_ERROR: LazyLock<Regex> = LazyLock::new(|| {
 ///   on a line logged at the INFO or DEBUG level.
 fn applies(rule: usize, matched: &[usize], text: &str) -> bool {
     let r = &rules::RULES[rule];
-    if r.kind == Kind::Infra && (NOT_FOUND_404.is_match(text) || RECOVERED.is_match(text)) {
-        return false;
-    }
     // The login shell's logout script killing what the job left running
     // (`~/.bash_logout: line 4:  3346 Killed  java -jar app.war`) is the
     // session being cleaned up, not the machine running out of memory.
-    if r.kind == Kind::Infra && text.contains("bash_logout:") {
+    if r.kind == Kind::Infra
+        && (NOT_FOUND_404.is_match(text)
+            || RECOVERED.is_match(text)
+            || text.contains("bash_logout:"))
+    {
         return false;
     }
     // A tool's own format on the same line says it better.

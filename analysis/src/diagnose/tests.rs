@@ -373,8 +373,7 @@ fn an_expectation_on_a_skip_notice_or_an_info_record_is_not_a_test_failing() {
         "Skipping release upload: wrong branch. Expected 'main' but was 'fix-cart-total'.",
         "INFO: Format mismatch: expected 'ISO_8601' but got 'RFC_2822' (trying the next parser)",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::Unknown, "{text}\n{d:#?}");
+        diagnosed(text, Category::Unknown);
     }
     // The same words from a test are its expectation.
     diagnosed(
@@ -397,8 +396,7 @@ fn what_the_trace_of_a_warning_names_is_not_the_failure() {
          Traceback (most recent call last):\n  File \"plotkit/backend.py\", line 12, in load\n    import gtkplot\n\
          ModuleNotFoundError: No module named 'gtkplot'",
     ] {
-        let d = diagnose_text(text);
-        assert_eq!(d.category, Category::Unknown, "{text}\n{d:#?}");
+        diagnosed(text, Category::Unknown);
     }
     // The same trace uncaught, or after an error record, still names the
     // missing module.
