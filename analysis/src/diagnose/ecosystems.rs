@@ -2472,3 +2472,123 @@ fn a_network_error_after_the_failed_steps_footer_is_not_its_cause() {
     ));
     assert_eq!(d.category, Category::InfraError, "{d:#?}");
 }
+
+#[test]
+fn a_cause_inside_a_build_tool_s_wrapper_line_is_read_and_decides() {
+    // Written for this test: Travis jobs whose only failure line is a
+    // package manager's or Maven's wrapper naming the cause.
+    let job = |cmd: &str, body: &str| {
+        format!(
+            "$ git clone --depth=50 https://github.com/example/shelf.git\n\
+             $ {cmd}\n{body}\n\
+             The command \"{cmd}\" exited with 1.\n\
+             \n\
+             Done. Your build exited with 1.\n"
+        )
+    };
+    for (cmd, body, want, rule) in [
+        (
+            "npm run lint",
+            "npm ERR! missing script: lint\n\
+             npm ERR! A complete log of this run can be found in:\n\
+             npm ERR!     /home/travis/.npm/_logs/2019-03-02T10_00_00_000Z-debug.log",
+            Category::ConfigError,
+            "npm.missing_script",
+        ),
+        (
+            "mvn -B install",
+            "[INFO] BUILD FAILURE\n\
+             [INFO] ------------------------------------------------------------------------\n\
+             [ERROR] Failed to execute goal on project shelf: Could not resolve dependencies for project org.example:shelf:jar:1.0: Could not find artifact org.example:spine:jar:2.4 in central (https://repo.maven.apache.org/maven2) -> [Help 1]",
+            Category::DependencyError,
+            "maven.resolve",
+        ),
+        (
+            "mvn -B test",
+            "[INFO] BUILD FAILURE\n\
+             [ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.8.0:compile (default-compile) on project shelf: Fatal error compiling: invalid target release: 11 -> [Help 1]",
+            Category::ConfigError,
+            "maven.config",
+        ),
+    ] {
+        let ex = excerpt_of_text(&job(cmd, body));
+        assert!(
+            ex.lines.iter().any(|l| l.text.contains(rule_line(body))),
+            "the cause's line is shown: {ex:#?}"
+        );
+        let d = diagnose(&ex);
+        assert_eq!(d.category, want, "{d:#?}");
+        assert!(d.decided_by.starts_with(rule), "{d:#?}");
+    }
+}
+
+/// The line of a snippet the cause is on: its first `ERR!`/`[ERROR]` line
+/// that is not a generic one.
+fn rule_line(body: &str) -> &str {
+    body.lines()
+        .find(|l| l.contains("missing script") || l.contains("Failed to execute goal"))
+        .expect("the snippet has a cause line")
+}
+
+#[test]
+fn more_tools_own_words_for_compilers_dependencies_configuration_and_the_machine() {
+    // Written for this test from the tools' documented formats.
+    for (log, want) in [
+        (
+            "Analyzing lib...\n  error • Undefined name 'spine' at lib/shelf.dart:12:5 • (undefined_identifier)\n1 error found.",
+            Category::CodeError,
+        ),
+        (
+            "  error - lib/shelf.dart:12:5 - Undefined name 'spine'. - undefined_identifier",
+            Category::CodeError,
+        ),
+        (
+            "shelf.nim(12, 5) Error: undeclared identifier: 'spine'",
+            Category::CodeError,
+        ),
+        (
+            "source/shelf.d(12,5): Error: undefined identifier `spine`",
+            Category::CodeError,
+        ),
+        (
+            "in src/shelf.cr:12: undefined method 'spine' for Shelf",
+            Category::CodeError,
+        ),
+        (
+            "ERROR: LoadError: ArgumentError: Module Spine not found in current path.\nRun `Pkg.add(\"Spine\")` to install the Spine package.",
+            Category::DependencyError,
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"setup.py\", line 3, in <module>\n    import shelf\npkg_resources.VersionConflict: (six 1.10.0 (/usr/lib/python2.7/dist-packages), Requirement.parse('six>=1.12'))",
+            Category::DependencyError,
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"shelf/index.py\", line 40, in build\n    table = [0] * size\nMemoryError",
+            Category::InfraError,
+        ),
+        (
+            "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+            Category::InfraError,
+        ),
+        (
+            "Error: spawn phantomjs ENOENT\n    at _errnoException (util.js:1022:11)",
+            Category::ConfigError,
+        ),
+        (
+            "gpg: no default secret key: secret key not available\ngpg: signing failed: secret key not available",
+            Category::ConfigError,
+        ),
+        (
+            "Still running (29 of 30): mvn verify\nTimeout (30 minutes) reached. Terminating \"mvn verify\"",
+            Category::InfraError,
+        ),
+    ] {
+        diagnosed(log, want);
+    }
+    // An XCTest assertion in the compiler's `file:line: error:` form is the
+    // test's, not a compiler error.
+    diagnosed(
+        "/Users/travis/build/example/shelf/ShelfTests/ShelfTests.m:12: error: -[ShelfTests testCount] : XCTAssertEqual failed: (\"2\") is not equal to (\"3\")",
+        Category::TestFailure,
+    );
+}

@@ -163,7 +163,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     // per log at most, and the excerpt promises flat memory.
     let set = regex::RegexSetBuilder::new(&patterns)
         .size_limit(64 << 20)
-        .dfa_size_limit(4 << 20)
+        .dfa_size_limit(16 << 20)
         .build()
         .expect("built-in recognisers compile");
     let each = patterns
@@ -267,6 +267,17 @@ pub fn line_strength(raw: &str) -> f32 {
 pub fn code_report_strength(clean: &str) -> f32 {
     strongest(clean.trim(), |r| {
         matches!(r.kind, Kind::Compile | Kind::Lint)
+    })
+}
+
+/// How decisive the strongest recogniser of a *cause* — a dependency, the
+/// configuration, the machine or the network — matching `clean` (a line
+/// already through [`clean_line`]) is; `0` when none does. A build tool's
+/// wrapper line that names one (`npm ERR! missing script: lint`) is the
+/// failure's own line, not a summary pointing elsewhere.
+pub fn cause_strength(clean: &str) -> f32 {
+    strongest(clean.trim(), |r| {
+        matches!(r.kind, Kind::Dependency | Kind::Config | Kind::Infra)
     })
 }
 

@@ -274,6 +274,13 @@ pub const RULES: &[Rule] = &[
     r("clippy.lint", "clippy", Lint, 0.9, r"#\[deny\(clippy::\w+\)\]|clippy::\w+\)\]` on by default|-D clippy::"),
     r("rustfmt.diff", "rustfmt", Lint, 1.0, r"^Diff in (?P<file>\S+\.rs) at line (?P<line>\d+):"),
     r("cc.error", "gcc/clang", Compile, 1.0, r"^(?P<file>[\w./\\+~-]+\.(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|m|mm|cu|ino)):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.+)$"),
+    // Compilers that print `file(line, col) Error: message` (Nim, D) and
+    // Crystal's `Error in file:line: message`.
+    r("compiler.paren_error", "nim/dmd", Compile, 0.9, r"^(?P<file>[\w./\\-]+\.(?:nim|d|di))\((?P<line>\d+)(?:, ?(?P<col>\d+))?\):? Error: (?P<msg>.+)$"),
+    r("crystal.error", "crystal", Compile, 0.9, r"^(?:Error in|in) (?P<file>[\w./-]+\.cr):(?P<line>\d+): (?P<msg>.+)$"),
+    // The Dart analyzer: `error • message at file:line:col • (code)` and
+    // the newer `error - file:line:col - message - code`.
+    r("dart.analyzer", "dart analyzer", Compile, 0.9, r"^\s*error [•-] (?:(?P<msg>.+?) at )?(?P<file>[\w./-]+\.dart):(?P<line>\d+):(?P<col>\d+)\b|^\[error\] (?P<msg2>.+) \((?P<file2>\S+\.dart), line (?P<line2>\d+), col \d+\)$"),
     r("cc.errors_generated", "clang", Compile, 0.6, r"^[1-9]\d* errors? generated\.$"),
     r("ld.undefined", "ld", Compile, 0.9, r"undefined reference to [`'](?P<msg>[^']+)'|^Undefined symbols for architecture|ld: symbol\(s\) not found|ld returned 1 exit status|error LNK\d{4}:"),
     r("msvc.error", "msvc", Compile, 1.0, r"^(?P<file>[\w./\\:-]+\.(?:c|cc|cpp|cxx|h|hpp))\((?P<line>\d+)\)\s*: (?:fatal )?error (?P<code>C\d{4}): (?P<msg>.+)"),
@@ -463,7 +470,12 @@ pub const RULES: &[Rule] = &[
     // package is a directory of the checkout, as the log's frames show):
     // a broken import in the project's code. Only `own_modules` makes it.
     r("python.own_module", "python", Crash, 0.8, r"(?:ModuleNotFoundError|ImportError): No module named '?(?P<module>[\w.]+)'?"),
-    r("python.import", "python", Dependency, 0.5, r"ImportError: cannot import name '?(?P<msg>\w+)'?|ImportError: (?P<msg2>lib\S+\.so[.\d]*: cannot open shared object file)|pkg_resources\.(?:DistributionNotFound|VersionConflict): (?P<pkg>.+)"),
+    r("python.import", "python", Dependency, 0.5, r"ImportError: cannot import name '?(?P<msg>\w+)'?|ImportError: (?P<msg2>lib\S+\.so[.\d]*: cannot open shared object file)"),
+    // setuptools' and importlib's own word that an installed distribution
+    // is missing or of the wrong version.
+    r("python.distribution", "python", Dependency, 0.9, r"\bpkg_resources\.(?:DistributionNotFound|VersionConflict|ContextualVersionConflict)\b:? ?(?P<pkg>.*)|\bimportlib\.metadata\.PackageNotFoundError\b:? ?(?P<pkg2>.*)"),
+    // Julia's loader: a package the project uses is not installed.
+    r("julia.missing_package", "julia", Dependency, 0.9, r#"(?:Module|Package) (?P<pkg>\w+) not found in current path|Run `Pkg\.add\("(?P<pkg2>\w+)"\)` to install|Unsatisfiable requirements detected for package (?P<pkg3>\w+)"#),
     r("conda", "conda", Dependency, 1.0, r"PackagesNotFoundError|UnsatisfiableError|ResolvePackageNotFound|The following packages are not available from current channels"),
     r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile|Could not find a valid gem '(?P<pkg4>[^'\s]+)'"#),
     r("bundler.install", "bundler", Dependency, 0.9, r"An error occurred while installing (?P<pkg>[\w-]+) \((?P<ver>[^)]+)\), and Bundler cannot continue|Gem::(?:LoadError|MissingSpecError|MissingSpecVersionError|ConflictError)|Gem::Ext::BuildError"),
@@ -507,6 +519,10 @@ pub const RULES: &[Rule] = &[
 
     // ------------------------------------------------------- configuration
     r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^(?:/\S*/)?(?:da|ba)?sh: \d+: (?P<cmd2>[\w./+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
+    // Node could not start a program the build runs: it is not installed.
+    r("node.spawn_enoent", "node", Config, 0.8, r"\bspawn (?P<cmd>[\w./-]+) ENOENT\b"),
+    // A signing key the release step needs is not in the environment.
+    r("gpg.secret_key", "gpg", Config, 0.8, r#"gpg: signing failed: (?:secret key not available|No secret key)|gpg: no default secret key|gpg: skipped "[^"]*": (?:No secret key|secret key not available)|gpg: decryption failed: No secret key"#),
     r("shell.env_unset", "shell", Config, 0.8, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[A-Za-z_]\w*): (?:parameter null or not set|parameter not set|unbound variable)$"),
     r("shell.no_such_file", "shell", Config, 0.7, r"^(?P<file>\S+): line (?P<line>\d+): (?:cd: )?(?P<msg>\S+: No such file or directory)$|^(?:bash|sh|zsh): (?P<file2>\S+): No such file or directory$|^(?:\S+: line \d+: )?(?:cp|mv|ls|cat|ln|chmod|chown|cd|source|\.|tar|unzip): (?:cannot (?:stat|access|open) )?['`\x22]?(?P<file3>[^'`\x22:]+)['`\x22]?: No such file or directory$"),
     r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:line \d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
@@ -567,13 +583,13 @@ pub const RULES: &[Rule] = &[
     r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
 
     // ------------------------------------------------------ infrastructure
-    r("travis.no_output", "travis", Infra, 1.0, r"No output has been received in the last \d+m\d*s?, this potentially indicates a stalled build|The job exceeded the maximum time limit for jobs|The job exceeded the maximum log length|Your test run exceeded \d+ (?:minutes|hour)"),
+    r("travis.no_output", "travis", Infra, 1.0, r"No output has been received in the last \d+m\d*s?, this potentially indicates a stalled build|The job exceeded the maximum time limit for jobs|The job exceeded the maximum log length|^Timeout \(\d+ minutes\) reached\. Terminating\b|Your test run exceeded \d+ (?:minutes|hour)"),
     r("travis.vm", "travis", Infra, 1.0, r"We were unable to start a VM|An error occurred while generating the build script|The build has been terminated|There was an error in the VM|Unable to connect to the (?:Travis CI|build) (?:API|server)"),
     r("gha.runner", "github actions", Infra, 1.0, r"The runner has received a shutdown signal|lost communication with the server|has exceeded the maximum execution time of|The hosted runner encountered an error|The operation was canceled\.$|Received request to deprovision|No space left on device"),
     r("jenkins.agent", "jenkins", Infra, 1.0, r"Agent went offline during the build|Cannot contact \S+: java\.lang\.InterruptedException|\bhudson\.remoting\.ChannelClosedException\b|The channel is closing down or has closed down|Backing channel '[^']+' is disconnected|Build timed out \(after \d+ minutes\)|Timeout has been exceeded|FATAL: (?:command execution failed|Unable to produce a script file)|RemotingSystemException|Connection was broken"),
     r("timeout.exit_code", "ci", Infra, 0.9, r#"^The command ".*" (?:failed and )?exited with 124\.?|\btimeout: (?:sending signal|the monitored command)|^Terminated$|\bexited with (?:code )?143\b|\bCommand failed with status \(124\)|\b(?:exit code|exit status|exited with code|returned exit code) 124\b"#),
     r("timeout.run", "ci", Infra, 0.9, r"(?i)^(?:tests?|test run|build|job|step|command|script)s? (?:timed out|has timed out|exceeded (?:the )?(?:time|timeout))\b|\bexceeded the (?:maximum )?(?:time ?limit|timeout)\b|\b(?:hard|global) timeout\b"),
-    r("oom", "machine", Infra, 1.0, r"(?i)\bout of memory\b|\bOutOfMemoryError|\boom[- ]?kill(?:ed|er)?\b|Cannot allocate memory|virtual memory exhausted|memory cgroup out of memory|\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*137\b|signal: killed|Killed signal terminated program|internal compiler error: Killed \(program|^make(?:\[\d+\])?: \*\*\* \[[^\]]+\] Killed$|^Killed$|The build daemon disappeared unexpectedly|JavaScript heap out of memory|: line \d+: +\d+ Killed\b"),
+    r("oom", "machine", Infra, 1.0, r"(?i)\bout of memory\b|\bOutOfMemoryError|\boom[- ]?kill(?:ed|er)?\b|Cannot allocate memory|virtual memory exhausted|memory cgroup out of memory|\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*137\b|signal: killed|Killed signal terminated program|internal compiler error: Killed \(program|^make(?:\[\d+\])?: \*\*\* \[[^\]]+\] Killed$|^Killed$|The build daemon disappeared unexpectedly|JavaScript heap out of memory|^MemoryError\b|\bstd::bad_alloc\b|: line \d+: +\d+ Killed\b"),
     r("disk", "machine", Infra, 1.0, r"(?i)No space left on device|disk (?:quota exceeded|full)|\bENOSPC\b|not enough (?:disk )?space"),
     r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|Temporary failure resolving '|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host|Couldn't resolve host|\bserver misbehaving\b|\bGem::RemoteFetcher::UnknownHostError\b|\bcurl: \(6\)"),
     r("network.connect", "network", Infra, 0.9, r"(?-i:\bE(?:TIMEDOUT|CONNRESET|CONNREFUSED|SOCKETTIMEDOUT)\b)|(?-i:\bTimeout was reached\b)|rsync: connection unexpectedly closed|(?i)Connection (?:timed out|reset by peer|refused)|Failed to connect to \S+ port \d+|Network is unreachable|No route to host|\bsocket hang up\b|Read timed out|connect timed out|TLS handshake timeout|i/o timeout|Operation timed out|EHOSTUNREACH|early EOF|The remote end hung up unexpectedly|RPC failed; curl \d+|Connection to \S+ timed out|\bConnectTimeout(?:Error)?\b|\bNewConnectionError\b|(?-i:\bE(?:CONNABORTED|NETUNREACH|HOSTDOWN)\b)|(?-i:\bERR_SOCKET_TIMEOUT\b)|Client\.Timeout exceeded|net/http: (?:request canceled|timeout awaiting response headers)|There appears to be trouble with your network connection|\bRemoteDisconnected\b|Remote end closed connection without response|Failed to establish a new connection|'Connection aborted\.'|\bChunkedEncodingError\b|Empty reply from server|\bcurl: \((?:7|28|52|56)\)"),
@@ -610,6 +626,13 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("xctest.crashed", "xcpretty.failed"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
+    // An XCTest assertion printed in the compiler's `file:line: error:` form.
+    ("xctest.assert", "cc.error"),
+    ("xctest.assert", "swift.error"),
+    // The JDK the build selected cannot compile for the release it asks.
+    ("maven.config", "maven.compilation"),
+    ("julia.missing_package", "julia.error"),
+    ("python.distribution", "python.traceback"),
     ("rustc.missing_crate", "rustc.error"),
     ("cargo.resolve", "rustc.error_plain"),
     ("tsc.missing_types", "tsc.error"),

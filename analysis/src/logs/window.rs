@@ -276,6 +276,11 @@ pub(super) struct State<'o> {
 
 /// Located lines read by the recognisers per log.
 const ANCHOR_BUDGET: usize = 20_000;
+
+/// How decisive a recogniser of a cause (a dependency, the configuration,
+/// the machine) must be on a build tool's wrapper line for the line to be
+/// the failure's own rather than a summary of it.
+const CAUSE_IN_WRAPPER: f32 = 0.7;
 /// Longest text kept of a reported line.
 const MAX_REPORTED_CHARS: usize = 500;
 
@@ -362,6 +367,17 @@ impl<'o> State<'o> {
             && (self.opts.baseline.as_ref()).is_some_and(|b| b.knows(&clean));
         if known {
             info.score = 0.0;
+        } else if info.wrapper && self.anchor_budget > 0 {
+            // A wrapper that names the cause itself (`npm ERR! missing
+            // script: lint`, Maven's `Failed to execute goal …: Could not
+            // resolve dependencies …`) is the failure's own line, not a
+            // summary pointing elsewhere; bounded per log like the
+            // compilers' reports below.
+            self.anchor_budget -= 1;
+            if crate::diagnose::cause_strength(&clean) >= CAUSE_IN_WRAPPER {
+                info.wrapper = false;
+                info.score = info.score.max(ANCHOR);
+            }
         } else if info.score >= 0.0
             && !info.blank
             && !info.wrapper
