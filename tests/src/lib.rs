@@ -183,7 +183,6 @@ impl TestDb {
             .unwrap()
     }
 
-    /// Waits (up to 60 s) until `run` commits `iteration`; returns when.
     /// When the lease `owner` holds on `run` expires.
     pub async fn lease_expires_at(&self, run: Uuid, owner: &str) -> chrono::DateTime<chrono::Utc> {
         sqlx::query_scalar(
@@ -196,6 +195,7 @@ impl TestDb {
         .unwrap()
     }
 
+    /// Waits (up to 60 s) until `run` commits `iteration`; returns when.
     pub async fn committed_at(&self, run: Uuid, iteration: i32) -> chrono::DateTime<chrono::Utc> {
         wait_until(Duration::from_secs(60), || async {
             sqlx::query_scalar(

@@ -2522,8 +2522,8 @@ fn a_cause_inside_a_build_tool_s_wrapper_line_is_read_and_decides() {
     }
 }
 
-/// The line of a snippet the cause is on: its first `ERR!`/`[ERROR]` line
-/// that is not a generic one.
+/// The line of a snippet the cause is on: npm's `missing script` or
+/// Maven's `Failed to execute goal` line.
 fn rule_line(body: &str) -> &str {
     body.lines()
         .find(|l| l.contains("missing script") || l.contains("Failed to execute goal"))

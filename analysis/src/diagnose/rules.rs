@@ -631,6 +631,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("xctest.assert", "swift.error"),
     // The JDK the build selected cannot compile for the release it asks.
     ("maven.config", "maven.compilation"),
+    // A loader's own word that a package is missing, over the bare error.
     ("julia.missing_package", "julia.error"),
     ("python.distribution", "python.traceback"),
     ("rustc.missing_crate", "rustc.error"),
