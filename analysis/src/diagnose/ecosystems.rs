@@ -2592,3 +2592,78 @@ fn more_tools_own_words_for_compilers_dependencies_configuration_and_the_machine
         Category::TestFailure,
     );
 }
+
+#[test]
+fn hosted_ci_tools_own_words_for_versions_credentials_lockfiles_and_browsers() {
+    // Written for this test from the tools' documented messages: the
+    // setup actions, cloud and registry logins, pnpm, Go modules, rustc,
+    // the .NET SDK, Node's OpenSSL 3, ESLint 9, Playwright, pre-commit.
+    for (log, want) in [
+        (
+            "Error: The version '3.5' with architecture 'x64' was not found for Ubuntu 24.04.",
+            Category::ConfigError,
+        ),
+        (
+            "Error: Unable to find Node version '10' for platform linux and architecture arm64.",
+            Category::ConfigError,
+        ),
+        (
+            "RequestError [HttpError]: Resource not accessible by integration\nError: Unhandled error: HttpError: Resource not accessible by integration",
+            Category::ConfigError,
+        ),
+        (
+            "Error: Credentials could not be loaded, please check your action inputs: Could not load credentials from any providers",
+            Category::ConfigError,
+        ),
+        (
+            "npm ERR! code ENEEDAUTH\nnpm ERR! need auth This command requires you to be logged in to https://registry.npmjs.org/",
+            Category::ConfigError,
+        ),
+        (
+            " ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date with shelf/package.json",
+            Category::DependencyError,
+        ),
+        (
+            "Error: Cannot find module @shelfjs/native-linux-arm64-musl. npm has a bug related to optional dependencies.",
+            Category::DependencyError,
+        ),
+        (
+            "go: updates to go.mod needed; to update it:\n\tgo mod tidy",
+            Category::DependencyError,
+        ),
+        (
+            "error: package `spine v2.1.0` cannot be built because it requires rustc 1.80 or newer, while the currently active rustc version is 1.72.1",
+            Category::ConfigError,
+        ),
+        (
+            "error NETSDK1045: The current .NET SDK does not support targeting .NET 9.0.  Either target .NET 7.0 or lower.",
+            Category::ConfigError,
+        ),
+        (
+            "Error: error:0308010C:digital envelope routines::unsupported\n    at new Hash (node:internal/crypto/hash:71:19) {\n  code: 'ERR_OSSL_EVP_UNSUPPORTED'\n}",
+            Category::ConfigError,
+        ),
+        (
+            "Oops! Something went wrong! :(\nESLint: 9.3.0\nESLint couldn't find an eslint.config.(js|mjs|cjs) file.",
+            Category::ConfigError,
+        ),
+        (
+            "    Error: browserType.launch: Executable doesn't exist at /home/runner/.cache/ms-playwright/firefox-1440/firefox/firefox",
+            Category::ConfigError,
+        ),
+        (
+            "> No matching toolchains found for requested specification: {languageVersion=22, vendor=any} for LINUX on aarch64.",
+            Category::ConfigError,
+        ),
+        (
+            "dependency failed to start: container shelf-cache-1 is unhealthy",
+            Category::InfraError,
+        ),
+        (
+            "isort....................................................................Failed\n- hook id: isort\n- files were modified by this hook",
+            Category::CodeError,
+        ),
+    ] {
+        diagnosed(log, want);
+    }
+}
