@@ -2663,6 +2663,18 @@ fn hosted_ci_tools_own_words_for_versions_credentials_lockfiles_and_browsers() {
             "isort....................................................................Failed\n- hook id: isort\n- files were modified by this hook",
             Category::CodeError,
         ),
+        (
+            "[ERROR] Rule 0: org.apache.maven.enforcer.rules.version.RequireJavaVersion failed with message:\n[ERROR] Detected JDK version 1.8.0-402 (JAVA_HOME=/opt/jdk8) is not in the allowed range [21,).",
+            Category::ConfigError,
+        ),
+        (
+            "Dependency convergence error for org.shelf:spine:2.3 paths to dependency are:\n+-org.shelf:shelf:1.0\n  +-org.shelf:spine:2.3",
+            Category::DependencyError,
+        ),
+        (
+            "_____ ERROR at setup of test_spine _____\n  def test_spine(spine_index):\nE       fixture 'spine_index' not found\n===== 9 passed, 1 error in 0.20s =====",
+            Category::CodeError,
+        ),
     ] {
         diagnosed(log, want);
     }
