@@ -2679,3 +2679,18 @@ fn hosted_ci_tools_own_words_for_versions_credentials_lockfiles_and_browsers() {
         diagnosed(log, want);
     }
 }
+
+#[test]
+fn a_syntax_error_node_reports_in_an_installed_package_is_the_dependency_s() {
+    // Written for this test: Node's report of a file it cannot parse. In
+    // an installed package, the package does not run on this Node; in the
+    // project's own file, the code is wrong.
+    diagnosed(
+        "/home/runner/work/shelf/shelf/node_modules/spine-cli/lib/index.js:212\n        const width = opts?.width ?? 80;\n                           ^\n\nSyntaxError: Unexpected token '.'\n    at wrapSafe (internal/modules/cjs/loader.js:915:16)",
+        Category::DependencyError,
+    );
+    diagnosed(
+        "/home/runner/work/shelf/shelf/src/index.js:12\n        const width = opts?.width ?? 80;\n                           ^\n\nSyntaxError: Unexpected token '.'\n    at wrapSafe (internal/modules/cjs/loader.js:915:16)",
+        Category::CodeError,
+    );
+}

@@ -145,6 +145,9 @@ struct Compiled {
     /// javac's report line, whose `error: ` is optional (JDK 6 printed
     /// errors without it): its warnings are excluded by [`JAVA_WARNING`].
     javac: usize,
+    /// Syntax errors that name their file on a line above
+    /// ([`vendored_syntax`]).
+    syntax: [usize; 2],
 }
 
 fn rule_index(id: &str) -> usize {
@@ -187,6 +190,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         missing_reference: rule_index("dep.missing_reference"),
         javac: rule_index("javac.error"),
         own_module: rule_index("python.own_module"),
+        syntax: [rule_index("python.syntax"), rule_index("js.syntax")],
     }
 });
 
@@ -495,6 +499,16 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             .collect();
         own_modules(&mut hits, &texts);
     }
+    if hits.iter().any(|h| COMPILED.syntax.contains(&h.rule)) {
+        let lines: Vec<(u64, String)> = excerpt
+            .read_lines()
+            .iter()
+            .chain(&excerpt.aside)
+            .map(|l| (l.line_no, clean_line(&l.text).trim().to_string()))
+            .chain(excerpt.tail.iter().cloned())
+            .collect();
+        vendored_syntax(&mut hits, &lines);
+    }
     hits
 }
 
@@ -556,7 +570,54 @@ pub fn diagnose_text(text: &str) -> Diagnosis {
         let texts: Vec<_> = text.lines().map(clean_line).collect();
         own_modules(&mut hits, &texts);
     }
+    if hits.iter().any(|h| COMPILED.syntax.contains(&h.rule)) {
+        let lines: Vec<(u64, String)> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, clean_line(l).trim().to_string()))
+            .collect();
+        vendored_syntax(&mut hits, &lines);
+    }
     diagnose_hits(hits, None, None)
+}
+
+/// The file Node prints above a syntax error it could not load (`/path:N`,
+/// then the source line and a caret).
+static NODE_SYNTAX_LOCATION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?P<file>/\S+?):\d+$").expect("built-in pattern compiles"));
+
+/// How far above a syntax error its location stands (the location, the
+/// source line, the caret, a blank).
+const SYNTAX_LOCATION_SPAN: u64 = 6;
+
+/// A syntax error Node reports in a file under `node_modules` is not the
+/// project's code: the installed package does not parse on this runtime
+/// (a release for a newer Node). Python's tracebacks are left alone: a
+/// project installed into its own `site-packages` (setup.py, tox) shows
+/// its own code there, and BugSwarm's two such failures were both labelled
+/// compilation errors (docs/diagnosis-model.md, session 20).
+fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
+    for h in hits
+        .iter_mut()
+        .filter(|h| COMPILED.syntax.contains(&h.rule))
+    {
+        let from = h.line_no.saturating_sub(SYNTAX_LOCATION_SPAN);
+        let nearest = lines
+            .iter()
+            .filter(|(no, _)| (from..h.line_no).contains(no))
+            .filter_map(|(no, t)| {
+                NODE_SYNTAX_LOCATION
+                    .captures(t)
+                    .map(|c| (*no, c["file"].to_string()))
+            })
+            .max_by_key(|(no, _)| *no)
+            .map(|(_, f)| f);
+        if nearest.is_some_and(|f| f.contains("/node_modules/")) {
+            h.rule = COMPILED.vendored;
+            h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE;
+            h.captures.remove("file");
+        }
+    }
 }
 
 /// A Python package directory of the checkout, as a frame or a test
