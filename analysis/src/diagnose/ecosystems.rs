@@ -2672,6 +2672,18 @@ fn hosted_ci_tools_own_words_for_versions_credentials_lockfiles_and_browsers() {
             Category::DependencyError,
         ),
         (
+            "  Problem 1\n    - shelf/spine 3.1.0 requires php ^8.2 -> your php version (8.0.30) does not satisfy that requirement.",
+            Category::ConfigError,
+        ),
+        (
+            "E   selenium.common.exceptions.WebDriverException: Message: 'geckodriver' executable needs to be in PATH.",
+            Category::ConfigError,
+        ),
+        (
+            "ruby: No such file or directory -- script/shelf_ci.rb (LoadError)",
+            Category::ConfigError,
+        ),
+        (
             "_____ ERROR at setup of test_spine _____\n  def test_spine(spine_index):\nE       fixture 'spine_index' not found\n===== 9 passed, 1 error in 0.20s =====",
             Category::CodeError,
         ),

@@ -538,7 +538,10 @@ pub const RULES: &[Rule] = &[
     r("karma.no_browser", "karma", Config, 0.8, r"No binary for \w+ browser on your platform|Cannot start (?:Chrome|ChromeHeadless|Firefox|FirefoxHeadless|PhantomJS)\b"),
     // The browser a test framework drives was never installed on the
     // machine (Playwright's and Puppeteer's own words).
-    r("browser.not_installed", "browser", Config, 0.9, r"browserType\.launch: Executable doesn't exist at|Looks like Playwright Test or Playwright was just installed or updated|Could not find (?:Chrome|Chromium|expected browser) \("),
+    r("browser.not_installed", "browser", Config, 0.9, r"browserType\.launch: Executable doesn't exist at|Looks like Playwright Test or Playwright was just installed or updated|Could not find (?:Chrome|Chromium|expected browser) \(|'(?:chromedriver|geckodriver|msedgedriver)' executable needs to be in PATH"),
+    // The interpreter told to run a script that is not there (the CI
+    // configuration's path).
+    r("ruby.script_missing", "ruby", Config, 0.9, r"^ruby: No such file or directory -- (?P<file>\S+) \(LoadError\)"),
     r("gradle.config", "gradle", Config, 0.9, r"Task '(?P<cmd>[^']+)' not found in (?:root )?project|Could not find method (?P<msg>\w+\(\)) for arguments|A problem occurred (?:evaluating|configuring) (?:root )?project|Could not get unknown property|Gradle requires Java|Unsupported class file major version|Could not determine java version|Could not find or load main class org\.gradle\.wrapper"),
     r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
     r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)|No matching toolchains found for requested specification|Unsupported class file major version \d+|Require(?:Java|Maven)Version failed with message|Detected (?:JDK|Maven) [Vv]ersion \S+ .*is not in the allowed range"),
@@ -547,7 +550,7 @@ pub const RULES: &[Rule] = &[
     r("android.sdk_version", "android sdk", Config, 0.9, r"Failed to find target with hash string '(?P<ver>[^']+)'|You have not accepted the license agreements of the following SDK components|Failed to find Build Tools revision (?P<ver2>[\d.]+)|SDK location not found\. Define location with"),
     r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
     r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|You must use Bundler (?P<ver3>\d+) or greater with this lockfile|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
-    r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)|\bgo\.mod requires go >= ?\S+ \(running go|cannot be built because it requires rustc \S+ or newer|\berror NETSDK1045\b|\bERR_OSSL_EVP_UNSUPPORTED\b|digital envelope routines::unsupported"),
+    r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)|\bgo\.mod requires go >= ?\S+ \(running go|cannot be built because it requires rustc \S+ or newer|\berror NETSDK1045\b|\bERR_OSSL_EVP_UNSUPPORTED\b|digital envelope routines::unsupported|your php version \([^)]+\) does not satisfy that requirement"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)|^Error: (?:No such (?:command|option)|Invalid value for|Missing (?:option|argument)) ['\x22]?(?P<cmd4>[^'\x22\s.]+)|: error: (?:the following arguments are required|argument \S+: invalid)"),
     // A linter run without its configuration file.
     r("eslint.config", "eslint", Config, 0.9, r"ESLint couldn't find (?:an eslint\.config\.|a configuration file)|^No ESLint configuration found"),
@@ -634,6 +637,8 @@ pub const RULES: &[Rule] = &[
 pub const CANCELS: &[(&str, &str)] = &[("python.called_process", "python.traceback")];
 
 pub const SUPERSEDES: &[(&str, &str)] = &[
+    // The script the interpreter was told to run, not a library.
+    ("ruby.script_missing", "ruby.load_error"),
     ("xctest.crashed", "xcpretty.failed"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
