@@ -613,8 +613,11 @@ fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
             .max_by_key(|(no, _)| *no)
             .map(|(_, f)| f);
         if nearest.is_some_and(|f| f.contains("/node_modules/")) {
+            // Keep what the hit's place did to its weight (read in the
+            // log's tail, read aside).
+            let scale = h.weight / (rules::RULES[h.rule].weight * WEIGHT_SCALE);
             h.rule = COMPILED.vendored;
-            h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE;
+            h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE * scale;
             h.captures.remove("file");
         }
     }
