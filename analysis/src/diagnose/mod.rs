@@ -489,17 +489,10 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             i += 1;
         }
     }
-    if hits.iter().any(|h| h.rule == COMPILED.no_module) {
-        let texts: Vec<String> = excerpt
-            .read_lines()
-            .iter()
-            .chain(&excerpt.aside)
-            .map(|l| clean_line(&l.text).trim().to_string())
-            .chain(excerpt.tail.iter().map(|(_, t)| t.clone()))
-            .collect();
-        own_modules(&mut hits, &texts);
-    }
-    if hits.iter().any(|h| COMPILED.syntax.contains(&h.rule)) {
+    let missing_module = hits.iter().any(|h| h.rule == COMPILED.no_module);
+    let syntax = hits.iter().any(|h| COMPILED.syntax.contains(&h.rule));
+    if missing_module || syntax {
+        // The lines read, once, for the passes that look around a hit.
         let lines: Vec<(u64, String)> = excerpt
             .read_lines()
             .iter()
@@ -507,7 +500,13 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             .map(|l| (l.line_no, clean_line(&l.text).trim().to_string()))
             .chain(excerpt.tail.iter().cloned())
             .collect();
-        vendored_syntax(&mut hits, &lines);
+        if missing_module {
+            let texts: Vec<&str> = lines.iter().map(|(_, t)| t.as_str()).collect();
+            own_modules(&mut hits, &texts);
+        }
+        if syntax {
+            vendored_syntax(&mut hits, &lines);
+        }
     }
     hits
 }
