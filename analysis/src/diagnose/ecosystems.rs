@@ -2706,3 +2706,23 @@ fn a_syntax_error_node_reports_in_an_installed_package_is_the_dependency_s() {
         Category::CodeError,
     );
 }
+
+#[test]
+fn rails_refusing_a_database_the_job_did_not_set_up_is_the_configuration() {
+    // Written for this test: ActiveRecord's own words when the suite starts
+    // against a database nobody created, configured or migrated. Before,
+    // the uncaught-exception recognisers read them as the code's error.
+    for log in [
+        "/home/travis/build/shelf/shelf/vendor/bundle/gems/activerecord-5.2.1/lib/active_record/connection_adapters/connection_specification.rb:248:in `resolve_symbol_connection': 'test' database is not configured. Available: [\"development\"] (ActiveRecord::AdapterNotSpecified)",
+        "/home/travis/build/shelf/shelf/spec/rails_helper.rb:9:in `<top (required)>': Migrations are pending. To resolve this issue, run: bin/rails db:migrate RAILS_ENV=test (ActiveRecord::PendingMigrationError)",
+        "rake aborted!\nActiveRecord::NoDatabaseError: FATAL:  database \"spine_test\" does not exist\n/home/travis/build/shelf/shelf/bin/rails:9:in `<main>'",
+    ] {
+        let d = diagnosed(log, Category::ConfigError);
+        assert_eq!(d.findings[0].rule, "rails.database_setup", "{log}");
+    }
+    // Another ActiveRecord error is still the code's.
+    diagnosed(
+        "ActiveRecord::RecordNotFound: Couldn't find Shelf with 'id'=7",
+        Category::CodeError,
+    );
+}

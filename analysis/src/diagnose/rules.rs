@@ -587,6 +587,11 @@ pub const RULES: &[Rule] = &[
     // A database the CI environment was to provide, reached with the wrong
     // role, password or name; a browser driver of another version than the
     // browser.
+    // Rails refusing to run against a database the job did not set up:
+    // its configuration names no database for the environment, the
+    // database was never created, or the schema was never loaded or
+    // migrated (ActiveRecord's own exception names and messages).
+    r("rails.database_setup", "rails", Config, 0.9, r"\bActiveRecord::(?:PendingMigrationError|NoDatabaseError|AdapterNotSpecified)\b|'\w+' database is not configured\b|\bMigrations are pending\. To resolve this issue, run:"),
     r("db.access", "database", Config, 0.8, r#"FATAL:\s+(?:role "[^"]+" does not exist|password authentication failed for user|database "[^"]+" does not exist)|Access denied for user '[^']*'@'[^']*'|Unknown database '[^']+'"#),
     r("browser.driver_version", "webdriver", Config, 0.8, r"This version of \w*Driver only supports \w+ version \d+|session not created: (?:This version of|\w+ version must be)"),
     r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),
@@ -689,6 +694,8 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("os.permission", "dep.vendored_error"),
     ("os.permission", "python.exception"),
     ("db.access", "ruby.exception"),
+    ("rails.database_setup", "ruby.exception"),
+    ("rails.database_setup", "ruby.uncaught"),
     ("service.unavailable", "ruby.exception"),
     ("env.key_error", "python.exception"),
     ("env.key_error", "pytest.exception"),
@@ -775,6 +782,7 @@ pub fn kb_slug(rule: &Rule) -> &'static str {
         }
         Config if has("permission") => "permission-denied",
         Config if has("key_error") => "missing-env-var",
+        Config if has("database_setup") => "database-not-set-up",
         Config if has("env") || has("db.") => "missing-credentials",
         Config if has("unknown_flag") => "unknown-cli-option",
         Config if has("version") || has("engine") || has("jdk") => "toolchain-version-mismatch",
