@@ -441,11 +441,36 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             seen_lines.truncate(seen_before);
         }
     }
+    // The two rankings chose different blocks and the one read holds a
+    // finding: the machine or the network failing in the block the learned
+    // ranking shows (a refused connection, a time limit, a killed process
+    // printed above the test report read) explains what is read, as it
+    // would in the same block. Only such causes count, and only in a
+    // tool's own words: the block shown is not read for anything else,
+    // nor for what the machine said after the failed step's footer.
+    let after_footer = after_the_footer(excerpt);
+    if !excerpt.evidence.is_empty() && !hits.is_empty() && !hits.iter().any(|h| h.fallback) {
+        let mut shown = Vec::new();
+        let mut trace = LoggedTrace::default();
+        for l in &excerpt.lines {
+            if seen_lines.contains(&l.line_no) || after_footer(l.line_no) {
+                continue;
+            }
+            trace.prime(excerpt, l.line_no);
+            collect_traced(&mut shown, &mut trace, l.line_no, &clean_line(&l.text));
+        }
+        for h in shown {
+            let r = &rules::RULES[h.rule];
+            if r.kind == Kind::Infra && r.weight >= SHOWN_CAUSE {
+                seen_lines.push(h.line_no);
+                hits.push(h);
+            }
+        }
+    }
     // How the job ended: only the machine and the CI system speak there
     // with full weight; anything else in the tail merely supports. What
     // the machine says after the failed step's footer (the CI storing its
     // cache, a post-job clean-up) came after the failure: it is not read.
-    let after_footer = after_the_footer(excerpt);
     for (no, text) in &excerpt.tail {
         if seen_lines.contains(no) {
             continue;
@@ -553,6 +578,9 @@ fn tail_says(excerpt: &Excerpt) -> TailSays {
 /// lines read held none.
 const FALLBACK_WEIGHT: f32 = 0.9;
 
+/// Rule weight from which a machine or network finding in the block the
+/// learned ranking shows is read with the block the diagnosis reads.
+const SHOWN_CAUSE: f32 = 0.8;
 /// Weight from which evidence read aside holds back an answer it
 /// contradicts.
 const ASIDE_CONFLICT: f32 = 0.8;

@@ -1170,3 +1170,43 @@ ImportError: No module named 'shop.pricing.rules'"#;
         Category::DependencyError,
     );
 }
+
+#[test]
+fn the_machine_failing_in_the_block_shown_explains_the_block_read() {
+    // Written for this test: the hand-set ranking reads a test report, the
+    // learned one shows the refused connection printed above it.
+    let shown = [
+        (
+            40,
+            "redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. Connection refused.",
+        ),
+        (41, "ERROR: could not reach the cache"),
+    ];
+    let read = [
+        (60, "    def test_cached_shelf():"),
+        (61, ">       assert cache.get('shelf') == 'spine'"),
+        (62, "E       AssertionError: assert None == 'spine'"),
+        (63, "tests/test_cache.py:12: AssertionError"),
+    ];
+    let lines = |l: &[(u64, &str)]| l.iter().map(|(n, t)| excerpt_line(*n, t)).collect();
+    let excerpt = |shown: &[(u64, &str)]| crate::logs::Excerpt {
+        lines: lines(shown),
+        evidence: lines(&read),
+        failed_steps: vec![crate::logs::excerpt::FailedStep {
+            line_no: 70,
+            command: Some("pytest".into()),
+            exit_code: Some(1),
+        }],
+        total_lines: 72,
+        ..crate::logs::Excerpt::default()
+    };
+    let d = diagnose(&excerpt(&shown));
+    assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
+    assert!(d.decided_by.starts_with("network."), "{}", d.decided_by);
+    // Anything else the block shown says is not read with it.
+    let d = diagnose(&excerpt(&[(
+        40,
+        "E   TypeError: 'NoneType' object is not subscriptable",
+    )]));
+    assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
+}
