@@ -580,6 +580,11 @@ pub const RULES: &[Rule] = &[
     // given (a secret not passed, a login not done).
     r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
+    // Rails refusing to run against a database the job did not set up:
+    // its configuration names no database for the environment, the
+    // database was never created, or the schema was never loaded or
+    // migrated (ActiveRecord's own exception names and messages).
+    r("rails.database_setup", "rails", Config, 0.9, r"\bActiveRecord::(?:PendingMigrationError|NoDatabaseError|AdapterNotSpecified)\b|'\w+' database is not configured\b|\bMigrations are pending\. To resolve this issue, run:"),
     // The runtimes' own "permission denied" errors: the rubric's denied
     // permissions, whatever raised them. (Their "no such file" errors are
     // not the rubric's wrong paths: on BugSwarm's pairs, 19 of 19 were a
@@ -587,11 +592,6 @@ pub const RULES: &[Rule] = &[
     // A database the CI environment was to provide, reached with the wrong
     // role, password or name; a browser driver of another version than the
     // browser.
-    // Rails refusing to run against a database the job did not set up:
-    // its configuration names no database for the environment, the
-    // database was never created, or the schema was never loaded or
-    // migrated (ActiveRecord's own exception names and messages).
-    r("rails.database_setup", "rails", Config, 0.9, r"\bActiveRecord::(?:PendingMigrationError|NoDatabaseError|AdapterNotSpecified)\b|'\w+' database is not configured\b|\bMigrations are pending\. To resolve this issue, run:"),
     r("db.access", "database", Config, 0.8, r#"FATAL:\s+(?:role "[^"]+" does not exist|password authentication failed for user|database "[^"]+" does not exist)|Access denied for user '[^']*'@'[^']*'|Unknown database '[^']+'"#),
     r("browser.driver_version", "webdriver", Config, 0.8, r"This version of \w*Driver only supports \w+ version \d+|session not created: (?:This version of|\w+ version must be)"),
     r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),

@@ -659,7 +659,9 @@ impl<'o> State<'o> {
         // repositories nobody here read); the hand-set one chooses the
         // lines the diagnosis reads (its rules were written against that
         // choice, and the learned choice costs them answers on unseen
-        // repositories: docs/diagnosis-model.md, session 5).
+        // repositories: docs/diagnosis-model.md, session 5). The
+        // diagnosis still reads the machine's and the network's findings
+        // of the block shown (session 21).
         let mut shown_order = Vec::with_capacity(windows.len());
         let mut read_order = Vec::with_capacity(windows.len());
         for (i, w) in windows.iter().enumerate() {
