@@ -862,18 +862,32 @@ fn maven_footer_excerpt(
             "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.",
         ),
     ];
+    let mut excerpt = two_block_excerpt(shown, &footer, "mvn test -B", 95);
+    excerpt.aside = aside.iter().map(|(n, t)| excerpt_line(*n, t)).collect();
+    excerpt.tail = tail.iter().map(|(n, t)| (*n, t.to_string())).collect();
+    excerpt
+}
+
+/// An excerpt whose two rankings chose differently: `shown` the block the
+/// learned ranking shows, `read` the one the diagnosis reads, in a step
+/// running `command` that failed with exit code 1 at line `footer` (the
+/// log's last but one).
+fn two_block_excerpt(
+    shown: &[(u64, &str)],
+    read: &[(u64, &str)],
+    command: &str,
+    footer: u64,
+) -> crate::logs::Excerpt {
     let lines = |l: &[(u64, &str)]| l.iter().map(|(n, t)| excerpt_line(*n, t)).collect();
     crate::logs::Excerpt {
         lines: lines(shown),
-        evidence: lines(&footer),
-        aside: lines(aside),
-        tail: tail.iter().map(|(n, t)| (*n, t.to_string())).collect(),
+        evidence: lines(read),
         failed_steps: vec![crate::logs::excerpt::FailedStep {
-            line_no: 95,
-            command: Some("mvn test -B".into()),
+            line_no: footer,
+            command: Some(command.into()),
             exit_code: Some(1),
         }],
-        total_lines: 96,
+        total_lines: footer + 1,
         ..crate::logs::Excerpt::default()
     }
 }
@@ -1188,18 +1202,7 @@ fn the_machine_failing_in_the_block_shown_explains_the_block_read() {
         (62, "E       AssertionError: assert None == 'spine'"),
         (63, "tests/test_cache.py:12: AssertionError"),
     ];
-    let lines = |l: &[(u64, &str)]| l.iter().map(|(n, t)| excerpt_line(*n, t)).collect();
-    let excerpt = |shown: &[(u64, &str)]| crate::logs::Excerpt {
-        lines: lines(shown),
-        evidence: lines(&read),
-        failed_steps: vec![crate::logs::excerpt::FailedStep {
-            line_no: 70,
-            command: Some("pytest".into()),
-            exit_code: Some(1),
-        }],
-        total_lines: 72,
-        ..crate::logs::Excerpt::default()
-    };
+    let excerpt = |shown: &[(u64, &str)]| two_block_excerpt(shown, &read, "pytest", 70);
     let d = diagnose(&excerpt(&shown));
     assert_eq!(d.category, Category::InfraError, "{}", d.decided_by);
     assert!(d.decided_by.starts_with("network."), "{}", d.decided_by);
