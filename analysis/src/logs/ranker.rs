@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 /// What a candidate block is described by, one column each.
-pub const FEATURES: [&str; 18] = [
+pub const FEATURES: [&str; 19] = [
     "max_score",
     "more_signal",
     "failed_footer_within_3",
@@ -35,6 +35,7 @@ pub const FEATURES: [&str; 18] = [
     "fallback_tail",
     "lines",
     "report",
+    "frames",
 ];
 
 /// The shipped ranker.

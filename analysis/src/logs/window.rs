@@ -56,6 +56,8 @@ struct Stored {
     hidden: bool,
     /// A build-tool wrapper or summary line.
     wrapper: bool,
+    /// A stack frame or a location line under a report.
+    frame: bool,
 }
 
 /// A candidate block of lines.
@@ -137,6 +139,7 @@ impl Window {
                 dups: 0,
                 hidden: h.info.header,
                 wrapper: h.info.wrapper,
+                frame: h.info.frame,
             });
         }
     }
@@ -218,7 +221,23 @@ impl Window {
         f.push(self.tail as u8 as f32);
         f.push((self.lines.len() as f32).ln_1p());
         f.push(self.report as u8 as f32);
+        f.push(self.frame_share());
         f
+    }
+
+    /// The share of its shown lines that are stack frames: an uncaught
+    /// error's or a failed assertion's report, whatever the language.
+    fn frame_share(&self) -> f32 {
+        let (shown, frames) = self
+            .lines
+            .iter()
+            .filter(|s| !s.hidden)
+            .fold((0u32, 0u32), |(n, f), s| (n + 1, f + u32::from(s.frame)));
+        if shown == 0 {
+            0.0
+        } else {
+            frames as f32 / shown as f32
+        }
     }
 
     /// Score used to rank windows once the whole log is seen.
@@ -805,6 +824,7 @@ mod tests {
                 dups: 0,
                 hidden: false,
                 wrapper: false,
+                frame: false,
             }],
             ..Window::default()
         }
@@ -827,6 +847,48 @@ mod tests {
         assert_eq!(shown(opts.secondary_ratio), (vec![10, 40], vec![2]));
         // Read by the diagnosis: only close runners-up.
         assert_eq!(shown(opts.read_ratio), (vec![10], vec![1, 2]));
+    }
+
+    #[test]
+    fn a_block_of_stack_frames_says_so_to_the_ranker() {
+        // An uncaught error and its trace, then plain failure words: the
+        // ranker reads the share of stack frames in each block.
+        let opts = ExcerptOptions::default();
+        let mut state = State::new(&opts);
+        let lines = [
+            "$ npm test",
+            "TypeError: Cannot read property 'id' of undefined",
+            "    at Cart.total (/home/travis/build/acme/shop/lib/cart.js:41:17)",
+            "    at Context.<anonymous> (/home/travis/build/acme/shop/test/cart.js:12:5)",
+            "    at processImmediate (internal/timers.js:456:21)",
+            "",
+            "",
+            "error: the shop's checks failed",
+            "npm ERR! Test failed.  See above for more details.",
+            "The command \"npm test\" exited with 1.",
+        ];
+        for l in lines {
+            state.push(l, l.len() as u64 + 1);
+        }
+        state.close();
+        let frames = super::super::ranker::FEATURES
+            .iter()
+            .position(|f| *f == "frames")
+            .unwrap();
+        let (total, near) = (state.total_lines, opts.footer_distance);
+        let share = |first: &str| {
+            let w = state
+                .pool
+                .iter()
+                .find(|w| w.lines.first().is_some_and(|s| s.line.text == first))
+                .unwrap_or_else(|| panic!("a block starts with {first:?}"));
+            w.features(&state.sketch, total, near, true)[frames]
+        };
+        // The trace's block runs on to the next signal line: three
+        // frames of its five lines. The step's last words alone: none.
+        assert_eq!(share(lines[1]), 0.6);
+        assert_eq!(share(lines[7]), 0.0);
+        assert!(super::super::ranker::RANKER.weights[frames] > 0.0);
     }
 
     #[test]
