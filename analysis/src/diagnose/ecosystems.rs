@@ -2078,6 +2078,9 @@ fn a_native_library_missing_at_load_time_is_a_dependency_error_whoever_raised_it
     for line in [
         "OSError: cannot load library 'libshopgfx.so.2': libshopgfx.so.2: cannot open shared object file: No such file or directory",
         "E   ImportError: libshopgl.so.1: cannot open shared object file: No such file or directory",
+        // macOS's loader, and .NET's for an assembly.
+        "dyld: Library not loaded: @rpath/ShopKit.framework/ShopKit",
+        "System.IO.FileNotFoundException: Could not load file or assembly 'Shop.Pricing, Version=2.0.0.0, Culture=neutral, PublicKeyToken=null' or one of its dependencies.",
     ] {
         let d = diagnosed(line, Category::DependencyError);
         assert!(
