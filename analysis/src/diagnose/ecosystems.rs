@@ -2193,6 +2193,23 @@ fn the_network_the_mirror_and_the_machine_in_the_tools_own_words() {
 }
 
 #[test]
+fn apt_s_warnings_are_not_the_failure_its_errors_are() {
+    // Written for this test: `apt-get update` warns about a source it
+    // could not reach and carries on with the others; a `W:` line is not
+    // why a job failed. The same words behind `E:` are.
+    for line in [
+        "W: Failed to fetch http://ppa.example.net/shop/ubuntu/dists/focal/InRelease  Could not connect to ppa.example.net:80 (203.0.113.7), connection timed out",
+        "W: Failed to fetch http://mirror.example.org/ubuntu/dists/focal/main/binary-amd64/Packages  Hash Sum mismatch",
+    ] {
+        not_diagnosed(line, Category::InfraError);
+    }
+    diagnosed(
+        "E: Failed to fetch http://ppa.example.net/shop/ubuntu/pool/main/s/shopcart/shopcart_1.0_amd64.deb  Could not connect to ppa.example.net:80 (203.0.113.7), connection timed out",
+        Category::InfraError,
+    );
+}
+
+#[test]
 fn an_installed_library_built_against_another_version_is_a_dependency() {
     // Written for this test: a wheel's extension module built against
     // another version of its native library.

@@ -763,14 +763,16 @@ static NOT_FOUND_404: LazyLock<Regex> =
 /// A line logged at the INFO or DEBUG level (java.util.logging's second
 /// line `INFO: …`, Maven's `[INFO]`, a logger's `… INFO  …`, also behind
 /// two bracketed fields), a build tool's warning (Maven's `[WARNING]`,
-/// sbt's `[warn]`: the build went on without it), or Apache HttpClient's
+/// sbt's `[warn]`: the build went on without it), Apache HttpClient's
 /// notice of a request it retries (`I/O exception (…) caught when
-/// processing request`): whatever network error it names was handled, it
-/// is not the failure. (A bare `WARNING:` stays: pip's retries print it
-/// before the failure they explain.)
+/// processing request`), or apt's warning (`W: Failed to fetch … Could not
+/// connect`: `apt-get update` skips a source it could not reach and
+/// carries on; its errors say `E:`): whatever network error it names was
+/// handled, it is not the failure. (A bare `WARNING:` stays: pip's retries
+/// print it before the failure they explain.)
 static RECOVERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&ascii_classes(
-        r"^(?:\[(?:INFO|DEBUG|WARNING|WARN|warn)\]|(?:INFO|DEBUG|FINE):)\s|^(?:\S+ ){0,2}(?:\[[^\]]*\]\s*){0,2}(?:INFO|DEBUG)\s|\bcaught when processing request\b|^Retrying request\b",
+        r"^(?:\[(?:INFO|DEBUG|WARNING|WARN|warn)\]|(?:INFO|DEBUG|FINE):|W:)\s|^(?:\S+ ){0,2}(?:\[[^\]]*\]\s*){0,2}(?:INFO|DEBUG)\s|\bcaught when processing request\b|^Retrying request\b",
     ))
     .expect("built-in pattern compiles")
 });
