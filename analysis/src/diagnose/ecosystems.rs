@@ -2746,3 +2746,69 @@ fn rails_refusing_a_database_the_job_did_not_set_up_is_the_configuration() {
         Category::CodeError,
     );
 }
+
+#[test]
+fn a_runtime_or_a_tool_refusing_the_configuration_it_was_given_is_a_config_error() {
+    for (line, rule) in [
+        // A JVM option the installed JDK no longer knows.
+        ("Unrecognized VM option 'UseSplitVerifier'", "jvm.options"),
+        ("Invalid initial heap size: -Xms8gb", "jvm.options"),
+        ("Invalid maximum heap size: -Xmx4gb", "jvm.options"),
+        // Linters reading a configuration written for another version.
+        (
+            "Error: unrecognized cop Shop/OldCheck found in .rubocop.yml",
+            "rubocop.config",
+        ),
+        (
+            "(obsolete configuration found in .rubocop.yml, please update it)",
+            "rubocop.config",
+        ),
+        (
+            "Error: The `Shop/LegacyCheck` cop has been removed. Please use `Shop/Check` instead.",
+            "rubocop.config",
+        ),
+        (
+            "Error: .eslintrc.json: Configuration for rule \"shop-quotes\" is invalid:",
+            "eslint.config",
+        ),
+        // Ruby's ENV.fetch of a variable the job did not set.
+        (
+            "key not found: \"SHOP_API_TOKEN\" (KeyError)",
+            "env.key_error",
+        ),
+        // A registry refusing the credentials sent (or not sent).
+        (
+            "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-deploy-plugin:3.1.1:deploy (default-deploy) on project shop: Failed to deploy artifacts: Could not transfer artifact com.acme:shop:jar:1.0 from/to acme-releases (https://repo.acme.test/releases): status code: 401, reason phrase: Unauthorized (401) -> [Help 1]",
+            "env.unauthorized",
+        ),
+        ("npm ERR! code E401", "env.unauthorized"),
+        // Manifests go and cargo were pointed at but cannot use.
+        (
+            "go: cannot find main module, but found .git/config in /home/runner/work/shop",
+            "project.missing",
+        ),
+        (
+            "error: failed to parse manifest at `/home/runner/work/shop/Cargo.toml`",
+            "project.missing",
+        ),
+    ] {
+        let d = diagnosed(line, Category::ConfigError);
+        assert!(d.decided_by.starts_with(rule), "{line}: {}", d.decided_by);
+    }
+    // A lower-case key is the code's own mapping, not the environment.
+    not_diagnosed("key not found: \"basket\" (KeyError)", Category::ConfigError);
+}
+
+#[test]
+fn a_module_swift_cannot_find_is_a_package_not_fetched() {
+    let d = diagnosed(
+        "/home/runner/work/shop/Sources/Shop/Cart.swift:3:8: error: no such module 'ShopKit'",
+        Category::DependencyError,
+    );
+    assert!(d.decided_by.starts_with("swift.no_module"), "{}", d.decided_by);
+    // Any other compiler error in the same file is the code's.
+    diagnosed(
+        "/home/runner/work/shop/Sources/Shop/Cart.swift:9:5: error: cannot find 'total' in scope",
+        Category::CodeError,
+    );
+}

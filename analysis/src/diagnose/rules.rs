@@ -298,6 +298,9 @@ pub const RULES: &[Rule] = &[
     r("tsc.prose", "tsc", Compile, 0.8, r"(?P<file>[\w./\\@-]+\.tsx?) \((?P<line>\d+),(?P<col>\d+)\): (?P<msg>.+) \((?P<code>\d{4})\)$"),
     r("go.compile", "go build", Compile, 1.0, r"^(?:\./|\.\./)?(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:undefined|cannot|syntax error|missing|too many|not enough|invalid|imported and not used|declared (?:and|but) not used|\S+ redeclared|non-name|unexpected|expected|mismatched|multiple-value|assignment mismatch|\S+ is not a type|no new variables).*)$"),
     r("go.vet", "go vet", Lint, 0.8, r"^vet: .*|^(?P<file>[\w./-]+\.go):(?P<line>\d+):(?:(?P<col>\d+):)? (?:\w+ )?(?:call has possible formatting directive|possible misuse|unreachable code|result of fmt\.\w+ call not used|struct field tag)|^(?P<file2>[\w./-]+\.go):(?P<line2>\d+):(?:\d+:)? (?P<msg>\S+ format %\S* (?:has arg \S+ of wrong type|reads arg #\d+, but call has)|\S+ call needs \d+ args? but has|\S+ call has arguments but no formatting directives|\S+ passes lock by value|self-assignment of|\S+ composite literal uses unkeyed fields|the cancel function .* is not used|using \S+ before checking for errors).*$"),
+    // A module the compiler cannot find is a package or framework not
+    // fetched or not built (Swift imports modules, not files).
+    r("swift.no_module", "swiftc", Dependency, 0.9, r"error: no such module '(?P<pkg>[^']+)'"),
     r("swift.error", "swiftc", Compile, 1.0, r"^(?:❌\s+)?(?P<file>[\w./\\ -]+\.swift):(?P<line>\d+):(?P<col>\d+): (?:error: )?(?P<msg>.+)$"),
     r("objc.xcpretty_error", "xcpretty", Compile, 0.9, r"^❌\s+(?P<file>[\w./\\ -]+\.(?:m|mm|h|c|cpp)):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
     r("xcode.build_failed", "xcodebuild", Compile, 0.7, r"\*\* (?:BUILD|ARCHIVE) FAILED \*\*|^The following build commands failed:"),
@@ -553,7 +556,10 @@ pub const RULES: &[Rule] = &[
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)|\bgo\.mod requires go >= ?\S+ \(running go|cannot be built because it requires rustc \S+ or newer|\berror NETSDK1045\b|\bERR_OSSL_EVP_UNSUPPORTED\b|digital envelope routines::unsupported|your php version \([^)]+\) does not satisfy that requirement"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)|^Error: (?:No such (?:command|option)|Invalid value for|Missing (?:option|argument)) ['\x22]?(?P<cmd4>[^'\x22\s.]+)|: error: (?:the following arguments are required|argument \S+: invalid)"),
     // A linter run without its configuration file.
-    r("eslint.config", "eslint", Config, 0.9, r"ESLint couldn't find (?:an eslint\.config\.|a configuration file)|^No ESLint configuration found"),
+    r("eslint.config", "eslint", Config, 0.9, r"ESLint couldn't find (?:an eslint\.config\.|a configuration file)|^No ESLint configuration found|Configuration for rule \x22[^\x22]+\x22 is invalid"),
+    // RuboCop refusing its configuration file: a cop renamed, removed or
+    // unknown to the version the build installed.
+    r("rubocop.config", "rubocop", Config, 0.9, r"obsolete configuration found in \S+|^Error: The `[^`]+` cop has been (?:removed|renamed|moved)\b|^Error: obsolete parameter \S+ \(for \S+\) found in \S+|^Error: unrecognized cop (?:or department )?\S+ found in \S+"),
     r("cmake.config", "cmake", Config, 0.9, r"The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required|Unknown CMake command|CMake Error: (?:The source|Could not find CMAKE_ROOT|Error required internal CMake variable)"),
     r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
@@ -567,17 +573,24 @@ pub const RULES: &[Rule] = &[
     // A tool's home the environment was to set (an SDK, the JDK).
     r("sdk.home_unset", "environment", Config, 0.9, r"\b(?:ANDROID_HOME|ANDROID_SDK_ROOT|JAVA_HOME|GOROOT|GOPATH|DOTNET_ROOT) (?:is not set|is set to an invalid directory|environment variable is not set|not found)|Please set the JAVA_HOME variable"),
     // The JVM launcher cannot find the class the build or script names.
+    // A JVM that refuses the options the build gave it (MAVEN_OPTS,
+    // JAVA_OPTS, a Gradle property): an option its version does not know.
+    r("jvm.options", "jvm", Config, 0.9, r"^Unrecognized VM option '(?P<cmd>[^']+)'|^Invalid (?:maximum|initial) heap size: (?P<cmd3>\S+)"),
+    r("jvm.not_started", "jvm", Config, 0.6, r"^Error: Could not create the Java Virtual Machine\.$"),
     r("jvm.main_class", "jvm", Config, 0.8, r"^Error: Could not find or load main class (?P<cmd>\S+)"),
     // Test runners told to run a path that is not there.
     r("tests.path_not_found", "test runner", Config, 0.9, r"^ERROR: (?:file or package not found|file not found|not found): (?P<file>\S+)|^Error: No test files found: ['\x22]?(?P<file2>[^'\x22]+)|Could not find any test files matching pattern|^No tests? (?:files )?found (?:matching|in|for) "),
     // Project files and manifests a build tool is pointed at but cannot find or parse.
-    r("project.missing", "build tool", Config, 0.9, r"could not find `Cargo\.toml` in|The SDK '(?P<pkg>[^']+)' specified could not be found|error MSB100[39]:|Could not locate Gemfile|\[!\] Invalid `Podfile` file|^ERROR: Invalid requirement: |django\.core\.exceptions\.ImproperlyConfigured|ERROR: In file '[^']*docker-compose[^']*'|The Compose file '[^']+' is invalid"),
+    r("project.missing", "build tool", Config, 0.9, r"could not find `Cargo\.toml` in|failed to parse manifest at `|go: cannot find main module|go\.mod file not found in current directory|The SDK '(?P<pkg>[^']+)' specified could not be found|error MSB100[39]:|Could not locate Gemfile|\[!\] Invalid `Podfile` file|^ERROR: Invalid requirement: |django\.core\.exceptions\.ImproperlyConfigured|ERROR: In file '[^']*docker-compose[^']*'|The Compose file '[^']+' is invalid"),
     // A configuration file that does not parse as YAML.
     r("yaml.syntax", "yaml", Config, 0.7, r"\byaml\.(?:scanner\.ScannerError|parser\.ParserError|constructor\.ConstructorError)\b|\bPsych::SyntaxError\b|\bYAMLException\b|\byaml: line \d+: "),
     r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\bmissing (?:required )?env(?:ironment)?(?: variable| var)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|credentials)|invalid (?:access |auth(?:entication)? |bearer |oauth |api )?token(?:$|[.,;!)\]}\x22']|\s+(?:provided|supplied|given|for|was|specified|or expired))"),
     r("env.jenkins_credentials", "jenkins", Config, 0.9, r"Could not find credentials entry with ID '(?P<cmd>[^']+)'|CredentialNotFoundException"),
     // A cloud's, a registry's or a CLI's credentials the job was to be
     // given (a secret not passed, a login not done).
+    // A registry or an API refusing the credentials the job sent (or did
+    // not send): HTTP 401 in the words of Maven, Gradle, npm and GitHub.
+    r("env.unauthorized", "credentials", Config, 0.85, r"Return code is: 401\b|ReasonPhrase: ?Unauthorized|\bstatus code:? 401\b|\bHTTP(?:/[\d.]+)? 401\b|\b401 Unauthorized\b|\bE401\b|\x22message\x22: ?\x22Bad credentials\x22"),
     r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
     // Rails refusing to run against a database the job did not set up:
@@ -597,7 +610,7 @@ pub const RULES: &[Rule] = &[
     r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),
     // Python's environment mapping raises KeyError with the variable's
     // name: upper case with an underscore, by convention.
-    r("env.key_error", "python", Config, 0.85, r"\bKeyError: '(?P<cmd>[A-Z][A-Z0-9]*_[A-Z0-9_]+)'$"),
+    r("env.key_error", "python", Config, 0.85, r"\bKeyError: '(?P<cmd>[A-Z][A-Z0-9]*_[A-Z0-9_]+)'$|\bkey not found: \x22(?P<cmd2>[A-Z][A-Z0-9]*_[A-Z0-9_]+)\x22"),
     r("jenkins.no_reports", "jenkins", Config, 0.3, r"No test report files were found\. Configuration error\?"),
     r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
 
@@ -647,6 +660,10 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("xctest.crashed", "xcpretty.failed"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
+    ("swift.no_module", "swift.error"),
+    ("swift.no_module", "cc.error"),
+    ("env.unauthorized", "ivy_lein.artifact"),
+    ("env.unauthorized", "network.fetch_failed"),
     // An XCTest assertion printed in the compiler's `file:line: error:` form.
     ("xctest.assert", "cc.error"),
     ("xctest.assert", "swift.error"),
