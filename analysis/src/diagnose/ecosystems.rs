@@ -2796,7 +2796,10 @@ fn a_runtime_or_a_tool_refusing_the_configuration_it_was_given_is_a_config_error
         assert!(d.decided_by.starts_with(rule), "{line}: {}", d.decided_by);
     }
     // A lower-case key is the code's own mapping, not the environment.
-    not_diagnosed("key not found: \"basket\" (KeyError)", Category::ConfigError);
+    not_diagnosed(
+        "key not found: \"basket\" (KeyError)",
+        Category::ConfigError,
+    );
 }
 
 #[test]
@@ -2805,7 +2808,11 @@ fn a_module_swift_cannot_find_is_a_package_not_fetched() {
         "/home/runner/work/shop/Sources/Shop/Cart.swift:3:8: error: no such module 'ShopKit'",
         Category::DependencyError,
     );
-    assert!(d.decided_by.starts_with("swift.no_module"), "{}", d.decided_by);
+    assert!(
+        d.decided_by.starts_with("swift.no_module"),
+        "{}",
+        d.decided_by
+    );
     // Any other compiler error in the same file is the code's.
     diagnosed(
         "/home/runner/work/shop/Sources/Shop/Cart.swift:9:5: error: cannot find 'total' in scope",
