@@ -399,7 +399,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let mut seen_lines: Vec<u64> = excerpt
         .read_lines()
         .iter()
-        .chain(&excerpt.lines)
+        .chain(excerpt.likely_lines())
         .chain(&excerpt.aside)
         .map(|l| l.line_no)
         .chain(excerpt.tail.iter().map(|(no, _)| *no))
@@ -425,7 +425,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     if hits.is_empty() && tail != TailSays::Cause && !excerpt.evidence.is_empty() {
         let seen_before = seen_lines.len();
         let mut trace = LoggedTrace::default();
-        for l in &excerpt.lines {
+        for l in excerpt.likely_lines() {
             if seen_lines.contains(&l.line_no) {
                 continue;
             }
@@ -452,7 +452,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     if !excerpt.evidence.is_empty() && !hits.is_empty() && !hits.iter().any(|h| h.fallback) {
         let mut shown = Vec::new();
         let mut trace = LoggedTrace::default();
-        for l in &excerpt.lines {
+        for l in excerpt.likely_lines() {
             if seen_lines.contains(&l.line_no) || after_footer(l.line_no) {
                 continue;
             }
@@ -950,7 +950,7 @@ impl LoggedTrace {
             return;
         }
         let text = excerpt
-            .lines
+            .likely_lines()
             .iter()
             .chain(&excerpt.aside)
             .find(|l| l.line_no == above)

@@ -61,6 +61,13 @@ pub struct Excerpt {
     /// were written against it). Empty when both rankings agree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<ExcerptLine>,
+    /// The lines of every block the learned ranking finds at least
+    /// [`ExcerptOptions::likely_ratio`] as likely as the best, when they are
+    /// more than the lines shown: where the diagnosis looks when the block
+    /// it reads holds nothing, and for the machine failing beside it.
+    /// Empty when they are the lines shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub likely: Vec<ExcerptLine>,
     pub total_lines: u64,
     pub total_bytes: u64,
     /// Steps whose footer reported a failure, first ones first (at most
@@ -102,9 +109,19 @@ impl Excerpt {
     /// rankings chose differently, else the lines shown.
     pub fn read_lines(&self) -> &[ExcerptLine] {
         if self.evidence.is_empty() {
-            &self.lines
+            self.likely_lines()
         } else {
             &self.evidence
+        }
+    }
+
+    /// The lines of the blocks the learned ranking finds likely:
+    /// [`Excerpt::likely`], or the lines shown when they are the same.
+    pub fn likely_lines(&self) -> &[ExcerptLine] {
+        if self.likely.is_empty() {
+            &self.lines
+        } else {
+            &self.likely
         }
     }
 }
@@ -154,6 +171,10 @@ pub struct ExcerptOptions {
     /// Further blocks join the best one in the lines shown if the learned
     /// ranking finds them at least this fraction as likely.
     pub secondary_ratio: f32,
+    /// The same for the blocks the diagnosis reads the machine's and the
+    /// network's findings in ([`Excerpt::likely`]): wider than what is
+    /// shown, since a cause read there only explains what is read.
+    pub likely_ratio: f32,
     /// The same for the lines the diagnosis reads, under the hand-set
     /// ranking ([`Excerpt::evidence`]).
     pub read_ratio: f32,
@@ -174,7 +195,8 @@ impl Default for ExcerptOptions {
             max_line_bytes: 4096,
             max_windows: 16,
             footer_distance: 15,
-            secondary_ratio: 0.5,
+            secondary_ratio: 0.9,
+            likely_ratio: 0.5,
             read_ratio: 0.9,
             baseline: None,
             candidates: false,
@@ -703,7 +725,7 @@ mod tests {
             d.findings
         );
         if !ex.evidence.is_empty() {
-            assert_ne!(ex.evidence, ex.lines);
+            assert_ne!(ex.evidence, ex.likely_lines());
         }
     }
 

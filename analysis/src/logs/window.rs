@@ -702,10 +702,16 @@ impl<'o> State<'o> {
                 i,
             ));
         }
-        let (lines, _) = select(&windows, shown_order, opts.secondary_ratio, opts);
+        let (lines, _) = select(&windows, shown_order.clone(), opts.secondary_ratio, opts);
+        let (likely, _) = select(&windows, shown_order, opts.likely_ratio, opts);
+        let likely = if likely == lines { Vec::new() } else { likely };
         let (read, rest) = select(&windows, read_order, opts.read_ratio, opts);
         let aside = aside_lines(rest.into_iter().map(|i| &windows[i]), &read, failed);
-        let evidence = if read == lines { Vec::new() } else { read };
+        let evidence = if read == likely || (likely.is_empty() && read == lines) {
+            Vec::new()
+        } else {
+            read
+        };
         let skip = self.ring.len().saturating_sub(TAIL_LINES);
         let tail = self
             .ring
@@ -716,6 +722,7 @@ impl<'o> State<'o> {
         Excerpt {
             lines,
             evidence,
+            likely,
             total_lines: self.total_lines,
             total_bytes: self.total_bytes,
             failed_steps: self.failed_steps,
@@ -831,7 +838,7 @@ mod tests {
     }
 
     #[test]
-    fn a_runner_up_joins_when_it_reaches_the_ratio_of_the_best() {
+    fn a_runner_up_joins_when_it_reaches_the_ratio_of_the_best_and_the_likely_blocks_are_wider() {
         let opts = ExcerptOptions::default();
         let windows = [
             block(10, "error: the cause"),
@@ -843,8 +850,12 @@ mod tests {
             let (lines, rest) = select(&windows, order.clone(), ratio, &opts);
             (lines.iter().map(|l| l.line_no).collect::<Vec<_>>(), rest)
         };
-        // Shown: any block the ranking finds at least half as likely.
-        assert_eq!(shown(opts.secondary_ratio), (vec![10, 40], vec![2]));
+        // Shown: only close runners-up (a second block shown costs more
+        // precision than the recall it brings).
+        assert_eq!(shown(opts.secondary_ratio), (vec![10], vec![1, 2]));
+        // Likely, for the machine's findings beside what is read: any block
+        // the ranking finds at least half as likely.
+        assert_eq!(shown(opts.likely_ratio), (vec![10, 40], vec![2]));
         // Read by the diagnosis: only close runners-up.
         assert_eq!(shown(opts.read_ratio), (vec![10], vec![1, 2]));
     }
