@@ -572,11 +572,11 @@ pub const RULES: &[Rule] = &[
     r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|Permission denied \(publickey(?:,[\w-]+)*\)"),
     // A tool's home the environment was to set (an SDK, the JDK).
     r("sdk.home_unset", "environment", Config, 0.9, r"\b(?:ANDROID_HOME|ANDROID_SDK_ROOT|JAVA_HOME|GOROOT|GOPATH|DOTNET_ROOT) (?:is not set|is set to an invalid directory|environment variable is not set|not found)|Please set the JAVA_HOME variable"),
-    // The JVM launcher cannot find the class the build or script names.
     // A JVM that refuses the options the build gave it (MAVEN_OPTS,
     // JAVA_OPTS, a Gradle property): an option its version does not know.
-    r("jvm.options", "jvm", Config, 0.9, r"^Unrecognized VM option '(?P<cmd>[^']+)'|^Invalid (?:maximum|initial) heap size: (?P<cmd3>\S+)"),
+    r("jvm.options", "jvm", Config, 0.9, r"^Unrecognized VM option '(?P<cmd>[^']+)'|^Invalid (?:maximum|initial) heap size: (?P<cmd2>\S+)"),
     r("jvm.not_started", "jvm", Config, 0.6, r"^Error: Could not create the Java Virtual Machine\.$"),
+    // The JVM launcher cannot find the class the build or script names.
     r("jvm.main_class", "jvm", Config, 0.8, r"^Error: Could not find or load main class (?P<cmd>\S+)"),
     // Test runners told to run a path that is not there.
     r("tests.path_not_found", "test runner", Config, 0.9, r"^ERROR: (?:file or package not found|file not found|not found): (?P<file>\S+)|^Error: No test files found: ['\x22]?(?P<file2>[^'\x22]+)|Could not find any test files matching pattern|^No tests? (?:files )?found (?:matching|in|for) "),
@@ -584,13 +584,13 @@ pub const RULES: &[Rule] = &[
     r("project.missing", "build tool", Config, 0.9, r"could not find `Cargo\.toml` in|failed to parse manifest at `|go: cannot find main module|go\.mod file not found in current directory|The SDK '(?P<pkg>[^']+)' specified could not be found|error MSB100[39]:|Could not locate Gemfile|\[!\] Invalid `Podfile` file|^ERROR: Invalid requirement: |django\.core\.exceptions\.ImproperlyConfigured|ERROR: In file '[^']*docker-compose[^']*'|The Compose file '[^']+' is invalid"),
     // A configuration file that does not parse as YAML.
     r("yaml.syntax", "yaml", Config, 0.7, r"\byaml\.(?:scanner\.ScannerError|parser\.ParserError|constructor\.ConstructorError)\b|\bPsych::SyntaxError\b|\bYAMLException\b|\byaml: line \d+: "),
-    r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\bmissing (?:required )?env(?:ironment)?(?: variable| var)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|(?:HTTP|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|invalid (?:api[ _-]?key|credentials)|invalid (?:access |auth(?:entication)? |bearer |oauth |api )?token(?:$|[.,;!)\]}\x22']|\s+(?:provided|supplied|given|for|was|specified|or expired))"),
+    r("env.missing", "environment", Config, 0.8, r"(?i)\b(?:environment variable|env(?:ironment)? var)\b.{0,40}\b(?:not set|missing|undefined|required|is empty)\b|\bmissing (?:required )?env(?:ironment)?(?: variable| var)\b|\b[A-Z][A-Z0-9]*_(?:TOKEN|KEY|SECRET|PASSWORD|USER(?:NAME)?)\b.{0,30}\b(?:not set|missing|is empty|undefined|required)\b|invalid (?:api[ _-]?key|credentials)|invalid (?:access |auth(?:entication)? |bearer |oauth |api )?token(?:$|[.,;!)\]}\x22']|\s+(?:provided|supplied|given|for|was|specified|or expired))"),
     r("env.jenkins_credentials", "jenkins", Config, 0.9, r"Could not find credentials entry with ID '(?P<cmd>[^']+)'|CredentialNotFoundException"),
-    // A cloud's, a registry's or a CLI's credentials the job was to be
-    // given (a secret not passed, a login not done).
     // A registry or an API refusing the credentials the job sent (or did
     // not send): HTTP 401 in the words of Maven, Gradle, npm and GitHub.
-    r("env.unauthorized", "credentials", Config, 0.85, r"Return code is: 401\b|ReasonPhrase: ?Unauthorized|\bstatus code:? 401\b|\bHTTP(?:/[\d.]+)? 401\b|\b401 Unauthorized\b|\bE401\b|\x22message\x22: ?\x22Bad credentials\x22"),
+    r("env.unauthorized", "credentials", Config, 0.8, r"(?i)(?:HTTP(?:/[\d.]+)?|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|Return code is: 401\b|ReasonPhrase: ?Unauthorized|\bE401\b"),
+    // A cloud's, a registry's or a CLI's credentials the job was to be
+    // given (a secret not passed, a login not done).
     r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
     // Rails refusing to run against a database the job did not set up:

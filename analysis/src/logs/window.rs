@@ -704,14 +704,12 @@ impl<'o> State<'o> {
         }
         let (lines, _) = select(&windows, shown_order.clone(), opts.secondary_ratio, opts);
         let (likely, _) = select(&windows, shown_order, opts.likely_ratio, opts);
-        let likely = if likely == lines { Vec::new() } else { likely };
         let (read, rest) = select(&windows, read_order, opts.read_ratio, opts);
         let aside = aside_lines(rest.into_iter().map(|i| &windows[i]), &read, failed);
-        let evidence = if read == likely || (likely.is_empty() && read == lines) {
-            Vec::new()
-        } else {
-            read
-        };
+        // Each is stored only when it differs from what it falls back to
+        // (Excerpt::read_lines, Excerpt::likely_lines).
+        let evidence = if read == likely { Vec::new() } else { read };
+        let likely = if likely == lines { Vec::new() } else { likely };
         let skip = self.ring.len().saturating_sub(TAIL_LINES);
         let tail = self
             .ring
