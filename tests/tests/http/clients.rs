@@ -93,6 +93,8 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
         &[
             ("FAULTLINE_MAX_IN_FLIGHT_PER_CLIENT", "2"),
             ("FAULTLINE_MIN_BODY_RATE_GRACE", "60s"),
+            // The held bodies outlast the waits below on a loaded machine.
+            ("FAULTLINE_BODY_READ_TIMEOUT", "120s"),
             // Each refusal and connection end in serve.log, printed on failure.
             ("RUST_LOG", "warn,faultline_producer=debug,tower_http=debug"),
         ],
@@ -102,11 +104,16 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
     let held = unfinished_requests(&server, 2).await;
     let (one, two) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
     let url = format!("http://{}/api/v1/review", server.addr());
-    let resp = wait_until(Duration::from_secs(10), || async {
-        let resp = one.get(&url).send().await.unwrap();
-        (resp.status() == StatusCode::SERVICE_UNAVAILABLE).then_some(resp)
-    })
+    // Once both are in flight (the server reads their heads when it gets
+    // to them), the address is refused; a failure lists what it got.
+    wait_for_status(
+        Duration::from_secs(30),
+        StatusCode::SERVICE_UNAVAILABLE,
+        || async { send(one.get(&url)).await.0 },
+    )
     .await;
+    let resp = one.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(resp.headers()["retry-after"], "1");
     assert_eq!(send(two.get(&url)).await.0, StatusCode::UNAUTHORIZED);
     drop(held);
