@@ -753,4 +753,48 @@ mod tests {
         assert!(t.contains(&"    Received: 2"), "{t:?}");
         assert!(t.iter().all(|l| !l.contains("continuing")), "{t:?}");
     }
+
+    #[test]
+    fn the_diff_an_assertion_prints_is_part_of_its_report() {
+        // Written for this test, in PHPUnit's format.
+        let body = format!(
+            "{}There was 1 failure:\n\n1) Shop\\Tests\\CartTest::testTotal\nFailed asserting that two strings are identical.\n--- Expected\n+++ Actual\n@@ @@\n-'3.00'\n+'2.00'\n\n/home/ci/shop/tests/CartTest.php:14\n",
+            noise(40)
+        );
+        let t = run(&step("vendor/bin/phpunit", &body, 1));
+        let t = texts(&t);
+        for line in ["--- Expected", "+++ Actual", "-'3.00'", "+'2.00'"] {
+            assert!(t.contains(&line), "{line}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn the_reason_under_a_failed_case_is_kept() {
+        let body = format!(
+            "{}- - - - - - - -\ncart_SUITE:total_case failed on line 31\nReason: {{badmatch,{{error,empty}}}}\n- - - - - - - -\n",
+            noise(40)
+        );
+        let t = run(&step("make ct", &body, 2));
+        assert!(
+            texts(&t).contains(&"Reason: {badmatch,{error,empty}}"),
+            "{:?}",
+            texts(&t)
+        );
+    }
+
+    #[test]
+    fn a_ci_services_time_limit_is_the_failure_it_reports() {
+        let log = format!(
+            "$ mvn verify\n{}[INFO] Running shop.CartIT\n\n\nNo output has been received in the last 10m0s, this potentially indicates a stalled build or something wrong with the build itself.\n\nThe build has been terminated\n",
+            noise(60)
+        );
+        let t = run(&log);
+        assert!(
+            texts(&t)
+                .iter()
+                .any(|l| l.starts_with("No output has been received")),
+            "{:?}",
+            texts(&t)
+        );
+    }
 }

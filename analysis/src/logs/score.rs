@@ -40,6 +40,19 @@ pub struct LineInfo {
     /// Quote marker of nested output (`= `, `> `, `| `), 0 if none: lines
     /// with the same marker belong to the same quoted block.
     pub quote: u8,
+    /// Part of a diff an assertion prints: a header (`--- Expected`,
+    /// `+++ Actual`, `@@ … @@`, `- Expected`, `+ Received`) or a line
+    /// of one (`-old`, `+new`).
+    pub diff: Diff,
+}
+
+/// A line's part in a printed diff.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Diff {
+    #[default]
+    None,
+    Header,
+    Line,
 }
 
 /// CI step footers: `The command "x" exited with 1.`, `##[error]Process
@@ -88,12 +101,19 @@ const RULES: &[(&str, f32)] = &[
     (r"(?i)\b(address|thread|memory|leak|undefinedbehavior)sanitizer\b|: runtime error: ", 3.0),
     (r"(?i)\bkilled\b|segmentation fault|segfault|sigsegv|sigabrt|core dumped|out of memory|access violation", 2.5),
     (r"(?i)\babort(ed|ing)?\b", 1.0),
-    (r"(?i)timed out|\btimeout\b|deadline exceeded", 1.5),
+    (r"(?i)\btimeout\b", 1.5),
+    // Something gave up waiting: anchors a block on its own.
+    (r"(?i)timed out|deadline exceeded", 2.0),
+    // A CI service's own time limits and cancellations (Travis CI's
+    // silent-job limit, GitHub Actions' and Jenkins' time-outs).
+    (r"(?i)no output has been received in the last|stalled build|exceeded the maximum (execution )?time|maximum time limit|build timed out|(job|build|operation) (has been|was) (terminated|cancell?ed|aborted)", 2.5),
     // Weak words, not inside hyphenated identifiers (`x86_64-unknown-linux`).
     (r"(?i)(^|[^\w-])(denied|refused|forbidden|unauthori[sz]ed|invalid|illegal|unexpected|mismatch(ed)?|incompatible|conflict(s|ing)?|missing|undefined|unknown|unsupported|violation|broken|overfull|too (many|few|long))([^\w-]|$)", 0.8),
     // Error codes: ENOENT, ERR_X, E0425, TS2345, CS1002.
     (r"\b(E[A-Z]{3,}|ERR_[A-Z_]+|[A-Z]{1,3}\d{3,5})\b", 0.6),
     (r"(?i)^\s*caused by\b", 2.0),
+    // The reason a runner gives under a failed case (`Reason: x`).
+    (r"(?i)^\s*(reason|cause)\s*:\s*\S", 1.0),
     // Diagnostics with a location: `a.c:3:5: msg`, `12:4  msg`, `x.cs(3,5): error`.
     (r"^\s*[\w./\\-]+\.\w+:\d+(:\d+)?: ", 1.5),
     (r"^\s*\d+:\d+\s+\S", 1.0),
@@ -104,7 +124,7 @@ const RULES: &[(&str, f32)] = &[
     (r"^\S+: line \d+, col \d+, ", 2.0),
     // Test summaries and markers.
     (r"(?i)\b[1-9]\d* (failed|failures?|errors?|failing|broken)\b|\b(failures?|errors?|failed)\s*[:=]\s*[1-9]\d{0,6}([,;.)]|\s|$)", 2.0),
-    (r"✖|✗|✘|×|^\s*not ok\b|^\s*---? FAIL", 2.0),
+    (r"✖|✗|✘|×|❌|^\s*not ok\b|^\s*---? FAIL", 2.0),
     (r"^\s*\d{1,4}\) \S", 1.0),
     // Noise: warnings, skips, successes, zero counts, progress, hints.
     (r"(?i)\bwarn(ing)?s?\b|^w: ", -1.5),
@@ -217,7 +237,7 @@ const WARNING_LABEL_RE: &str = r"(?i)(^|[\s:\[(])warn(ing)?\s*[:\])!]";
 const ERROR_LABEL_RE: &str = r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]";
 
 /// A failure verdict printed by a test runner.
-const VERDICT_RE: &str = r"\bFAIL(ED|URE)?\b|\[FAIL\]|✗|✖|✘|^\s*not ok\b";
+const VERDICT_RE: &str = r"\bFAIL(ED|URE)?\b|\[FAIL\]|✗|✖|✘|❌|^\s*not ok\b";
 
 /// Job-level footers: they close the log, not a step.
 const JOB_END_RE: &str = r"(?i)your build exited with \d+|job failed: exit code \d+|^cleaning up (file based variables|project directory)";
@@ -290,6 +310,7 @@ pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
         info.score += 3.0;
     }
     info.quote = quote_marker(trimmed);
+    info.diff = diff_part(trimmed);
     if !GATE.is_match(trimmed) {
         // Report headers may name problems without failure words.
         let initial = trimmed.bytes().find(u8::is_ascii_alphanumeric).unwrap_or(0);
@@ -372,6 +393,21 @@ pub fn quote_marker(clean: &str) -> u8 {
     match b.get(n) {
         Some(b' ' | b'\t') | None => first,
         _ => 0,
+    }
+}
+
+/// Headers of the diffs assertion libraries print (unified diffs, Jest's
+/// and PHPUnit's `- Expected` / `+ Received` legends).
+static DIFF_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^\s*((---|\+\+\+) \S|@@ .*@@|[-+] ?(expected|actual|received)\b)"));
+
+/// A line's part in a printed diff ([`Diff`]).
+pub fn diff_part(clean: &str) -> Diff {
+    let t = clean.trim_start();
+    match t.as_bytes().first() {
+        Some(b'-' | b'+' | b'@') if DIFF_HEADER.is_match(t) => Diff::Header,
+        Some(b'-' | b'+') if !is_rule(t) => Diff::Line,
+        _ => Diff::None,
     }
 }
 
@@ -476,6 +512,10 @@ mod tests {
             "Segmentation fault (core dumped)",
             "E: Unable to locate package libfoo-dev",
             "##[error]src/lib.rs:3:5: mismatched types",
+            "❌  /src/Cart.swift:4:9: 'total' is inaccessible due to 'private' protection level",
+            "Tests timed out after 600 seconds",
+            "No output has been received in the last 10m0s, this potentially indicates a stalled build",
+            "The job running on runner GitHub Actions 2 has exceeded the maximum execution time of 360 minutes.",
         ] {
             let (clean, tag) = super::super::clean::clean_line_tagged(s);
             let score = analyse(&clean, tag, false).score;
@@ -630,5 +670,22 @@ mod tests {
         }
         assert!(s.count(line_hash("Downloading 99%")) >= 5);
         assert_eq!(s.count(line_hash("something else")), 0);
+    }
+
+    #[test]
+    fn diff_parts_are_told_from_rules_and_lists() {
+        for (line, want) in [
+            ("--- Expected", Diff::Header),
+            ("+++ Actual", Diff::Header),
+            ("@@ -1,3 +1,3 @@", Diff::Header),
+            ("    - Expected  - 1", Diff::Header),
+            ("+ Received  + 1", Diff::Header),
+            ("-'3.00'", Diff::Line),
+            ("+  \"total\": 2,", Diff::Line),
+            ("----------", Diff::None),
+            ("total: 3", Diff::None),
+        ] {
+            assert_eq!(diff_part(line), want, "{line}");
+        }
     }
 }

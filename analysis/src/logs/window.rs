@@ -11,7 +11,7 @@ use super::excerpt::{
 };
 use super::ranker::Candidate;
 use super::score::{
-    ANCHOR, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
+    ANCHOR, Diff, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
 };
 
 /// Recent non-blank lines kept for leading context and the fallback tail.
@@ -80,6 +80,8 @@ struct Window {
     report: bool,
     /// Quote marker of its anchor: lines quoted the same way continue it.
     quote: u8,
+    /// It holds a diff's header: the diff's lines continue it.
+    diff: bool,
     /// Its step failed after an earlier step had failed already: the
     /// first failure usually explains the later ones.
     later_failure: bool,
@@ -112,6 +114,7 @@ impl Window {
     }
 
     fn add(&mut self, h: &Held, core: bool, nb: u64, cap: usize) {
+        self.diff |= h.info.diff == Diff::Header;
         if core {
             self.end_nb = nb;
             self.last_no = h.no;
@@ -157,6 +160,15 @@ impl Window {
             return None;
         }
         let quoted = self.quote != 0 && h.info.quote == self.quote;
+        // The diff an assertion prints under its message is its report.
+        let diff = match h.info.diff {
+            Diff::Header => h.gap <= 1,
+            Diff::Line => self.diff && h.gap == 0,
+            Diff::None => false,
+        };
+        if diff {
+            return Some(true);
+        }
         if !core && !quoted && paragraph && !deeper && h.info.indent == 0 {
             // A new top-level paragraph without signal ends the block.
             return None;
