@@ -7,17 +7,11 @@
 -- (wrk's delay()).
 --   BODIES_FILE  one compact JSON body per line
 --   SIGS_FILE    the matching `sha256=<hex HMAC-SHA256(body, secret)>`, one per line
+--   THREADS      wrk's -t: thread k sends lines k, k + THREADS, … (no two alike)
 --   DELAY_MS     pause between a connection's requests (rate ≈ connections·1000/(DELAY_MS+latency))
-local function lines(path)
-  local out = {}
-  for l in io.lines(path) do
-    out[#out + 1] = l
-  end
-  return out
-end
-local bodies = lines(os.getenv("BODIES_FILE"))
-local sigs = lines(os.getenv("SIGS_FILE"))
+local threads = tonumber(os.getenv("THREADS") or "1")
 local delay_ms = tonumber(os.getenv("DELAY_MS") or "0")
+local bodies, sigs = {}, {}
 local counter = 0
 local thread_id = 0
 
@@ -26,10 +20,27 @@ function setup(thread)
   thread:set("tid", thread_id)
 end
 
+-- This thread's share of the lines, read in its own Lua state (not in the
+-- main one, which sends nothing).
+local function share(path)
+  local out, n = {}, 0
+  for l in io.lines(path) do
+    if n % threads == tid - 1 then
+      out[#out + 1] = l
+    end
+    n = n + 1
+  end
+  return out
+end
+
+function init(args)
+  bodies = share(os.getenv("BODIES_FILE"))
+  sigs = share(os.getenv("SIGS_FILE"))
+end
+
 function request()
   counter = counter + 1
-  -- Each wrk thread has its own Lua state: threads take interleaved bodies.
-  local i = ((counter - 1) * 2 + (tid - 1)) % #bodies + 1
+  local i = (counter - 1) % #bodies + 1
   local headers = {
     ["Content-Type"] = "application/json",
     ["User-Agent"] = "GitHub-Hookshot/bench",
