@@ -514,6 +514,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
             i += 1;
         }
     }
+    later_steps(&mut hits, excerpt);
     let missing_module = hits.iter().any(|h| h.rule == COMPILED.no_module);
     let syntax = hits.iter().any(|h| COMPILED.syntax.contains(&h.rule));
     if missing_module || syntax {
@@ -534,6 +535,36 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
     }
     hits
+}
+
+/// What a finding printed after the first failed step's footer weighs
+/// when that step's own lines hold one.
+const LATER_STEP_WEIGHT: f32 = 0.5;
+
+/// The first step that failed failed the job: the steps a CI system runs
+/// after it (Travis runs the rest of `script:`, a workflow its `always()`
+/// steps) often fail because it did (`make` after `./configure` gave up)
+/// or report it again. Their findings count for less whenever the first
+/// failed step's lines hold one.
+fn later_steps(hits: &mut [Hit], excerpt: &Excerpt) {
+    // A command Travis retries (`failed. Retrying, 2 of 3.`) has no exit
+    // code: it may have passed on the next try.
+    let exited: Vec<u64> = excerpt
+        .failed_steps
+        .iter()
+        .filter(|s| s.exit_code.is_some())
+        .map(|s| s.line_no)
+        .collect();
+    if exited.len() < 2 {
+        return;
+    }
+    let first = exited[0];
+    if !hits.iter().any(|h| h.line_no < first) {
+        return;
+    }
+    for h in hits.iter_mut().filter(|h| h.line_no > first) {
+        h.weight *= LATER_STEP_WEIGHT;
+    }
 }
 
 /// What the log's last lines say about the failure.
@@ -1046,6 +1077,11 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
         {
             continue;
         }
+        // A shape many tools share counts only where no tool's own rule
+        // reads the line.
+        if rules::YIELDS.contains(&r.id) && matched.len() > 1 {
+            continue;
+        }
         if !applies(rule, &matched, text) {
             continue;
         }
@@ -1471,9 +1507,16 @@ impl<'a> Evidence<'a> {
         // The network failing explains a download that failed.
         let network = self.strongest_rule("network.", 0.7);
 
+        // A server that refused the job's credentials closed the
+        // connection: the network did not fail.
+        let refused = self
+            .strongest_rule("ssh.auth", 0.0)
+            .max(self.strongest_rule("env.unauthorized", 0.0));
+
         // Causes explain symptoms.
-        let infrastructure = k(Kind::Infra) * (1.0 - 0.8 * links);
-        let infra = infra * (1.0 - 0.8 * links);
+        let not_network = or(links, refused);
+        let infrastructure = k(Kind::Infra) * (1.0 - 0.8 * not_network);
+        let infra = infra * (1.0 - 0.8 * not_network);
         let explains = |score: &mut f32, cause: f32, factor: f32| {
             *score *= 1.0 - factor * cause;
         };

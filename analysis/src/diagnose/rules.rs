@@ -330,6 +330,12 @@ pub const RULES: &[Rule] = &[
     r("xml.validity", "xmllint", Compile, 0.8, r"^(?P<file>[\w./-]+\.x[ms]l):(?P<line>\d+): (?:element \w+: )?(?:validity|parser) error : (?P<msg>.+)"),
     r("css.syntax", "postcss", Compile, 0.9, r"^CssSyntaxError: (?P<file>\S+?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$"),
     r("sass.error", "sass", Compile, 0.9, r"^(?:Error: |SassError: )(?P<msg>.+)\s+on line (?P<line>\d+) of (?P<file>\S+)"),
+    // The shape most compilers, resource compilers and checkers share (the
+    // GNU coding standards' `file:line[:col]: error: message`) for a file
+    // no more specific rule knows; a tool's prefix may stand before it.
+    r("generic.diagnostic", "compiler", Compile, 0.7, r"^(?:\S+ )?(?P<file>[\w./\\@+~:-]*[\w-]\.[A-Za-z][\w]{0,9}):(?P<line>\d+)(?::(?P<col>\d+))?: (?:fatal )?error(?:\[[\w-]+\])?: (?P<msg>.+)$"),
+    // R's knitr names the chunk of a document whose code failed.
+    r("r.knitr", "R", Crash, 0.8, r"^Quitting from lines \d+-\d+ \((?P<file>[^)]+)\)|^Error: processing vignette '(?P<file2>[^']+)' failed with diagnostics:$"),
     r("make.error", "make", Compile, 0.35, r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error [1-9]\d*|Segmentation fault)"),
 
     // -------------------------------------------------------------- crashes
@@ -368,7 +374,7 @@ pub const RULES: &[Rule] = &[
     r("rust.panic_message", "rust", Crash, 0.6, r"^(?:called `(?:Option|Result)::unwrap(?:_err)?\(\)` on an? `(?:None|Err|Ok)` value|index out of bounds: the len is \d+ but the index is \d+|attempt to (?:add|subtract|multiply|divide|negate|shift left|shift right) with overflow|internal error: entered unreachable code|not yet implemented|byte index \d+ is (?:out of bounds|not a char boundary))"),
     r("cpp.unhandled_exception", "c++ runtime", Crash, 0.9, r"^terminate called after throwing an instance of '(?P<code>[\w:<>, ]+)'|^libc\+\+abi(?:\.dylib)?: terminating with uncaught exception of type (?P<code2>[\w:<>, ]+)"),
     r("julia.error", "julia", Crash, 0.8, r"^(?:ERROR: )?(?:LoadError: )?(?P<code>UndefVarError|MethodError|BoundsError|ArgumentError|DomainError|KeyError|TypeError|InexactError|DimensionMismatch)(?:: (?P<msg>.+))?$"),
-    r("native.crash", "native", Crash, 0.9, r"(?i)\bsegmentation fault\b|\bSIGSEGV\b|\bcore dumped\b|^Abort trap\b|\bdouble free or corruption\b|\bstack smashing detected\b|\bAccess violation\b|\bbus error\b"),
+    r("native.crash", "native", Crash, 0.9, r"(?i)\bsegmentation fault\b|\bwasm trap\b|\bmemory access out of bounds\b|\b(?:exit(?:ed)?(?: with)?|completed with) (?:exit )?(?:code|status) 13[49]\b|\bSIGSEGV\b|\bcore dumped\b|^Abort trap\b|\bdouble free or corruption\b|\bstack smashing detected\b|\bAccess violation\b|\bbus error\b"),
     r("sanitizer", "sanitizer", Crash, 1.0, r"ERROR: (?:AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer|UndefinedBehaviorSanitizer)\b|^SUMMARY: (?:Address|Leak|Thread|Memory|UndefinedBehavior)Sanitizer|: runtime error: "),
     r("valgrind", "valgrind", Crash, 0.9, r"ERROR SUMMARY: [1-9]\d* errors? from|Invalid (?:read|write) of size \d+|definitely lost: [1-9]"),
     r("erlang.crash", "erlang", Crash, 0.8, r"(?:terminated|exit value|crash report|Error in process \S+ with exit value).*\{\{?(?:badmatch|badarg|undef|function_clause|case_clause|badarith|noproc|badrecord|if_clause|bad_lib)\b"),
@@ -532,7 +538,7 @@ pub const RULES: &[Rule] = &[
     r("shell.env_unset", "shell", Config, 0.8, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[A-Za-z_]\w*): (?:parameter null or not set|parameter not set|unbound variable)$"),
     r("shell.no_such_file", "shell", Config, 0.7, r"^(?P<file>\S+): line (?P<line>\d+): (?:cd: )?(?P<msg>\S+: No such file or directory)$|^(?:bash|sh|zsh): (?P<file2>\S+): No such file or directory$|^(?:\S+: line \d+: )?(?:cp|mv|ls|cat|ln|chmod|chown|cd|source|\.|tar|unzip): (?:cannot (?:stat|access|open) )?['`\x22]?(?P<file3>[^'`\x22:]+)['`\x22]?: No such file or directory$"),
     r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:line \d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
-    r("windows.not_recognized", "windows shell", Config, 1.0, r"is not recognized as (?:an internal or external command|the name of a cmdlet, function, script file, or operable program)"),
+    r("windows.not_recognized", "windows shell", Config, 1.0, r"is not recognized as (?:an internal or external command|(?:the|a) name of a cmdlet, function, script file, or (?:operable|executable) program)"),
     r("rake.config", "rake", Config, 1.0, r"No Rakefile found \(looking for|Don't know how to build task '(?P<cmd>[^']+)'"),
     r("make.config", "make", Config, 0.8, r"No rule to make target '(?P<cmd>[^']+)'(?:, needed by|\.\s+Stop)|No targets specified and no makefile found|make: \*\*\* No rule to make target"),
     r("npm.missing_script", "npm", Config, 1.0, r#"npm ERR! missing script: (?P<cmd>\S+)|Missing script: "(?P<cmd2>[^"]+)"|npm ERR! enoent .*package\.json|error Command "(?P<cmd3>[^"]+)" not found"#),
@@ -569,7 +575,10 @@ pub const RULES: &[Rule] = &[
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
     r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
-    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|Permission denied \(publickey(?:,[\w-]+)*\)"),
+    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|^\*\*\* Please tell me who you are\.$|fatal: (?:empty ident name|unable to auto-detect email address)"),
+    // SSH refused the key: the job's credentials, whatever connection it
+    // then closed.
+    r("ssh.auth", "ssh", Config, 1.0, r"Permission denied \(publickey(?:,[\w-]+)*\)"),
     // A tool's home the environment was to set (an SDK, the JDK).
     r("sdk.home_unset", "environment", Config, 0.9, r"\b(?:ANDROID_HOME|ANDROID_SDK_ROOT|JAVA_HOME|GOROOT|GOPATH|DOTNET_ROOT) (?:is not set|is set to an invalid directory|environment variable is not set|not found)|Please set the JAVA_HOME variable"),
     // A JVM that refuses the options the build gave it (MAVEN_OPTS,
@@ -612,6 +621,9 @@ pub const RULES: &[Rule] = &[
     // name: upper case with an underscore, by convention.
     r("env.key_error", "python", Config, 0.85, r"\bKeyError: '(?P<cmd>[A-Z][A-Z0-9]*_[A-Z0-9_]+)'$|\bkey not found: \x22(?P<cmd2>[A-Z][A-Z0-9]*_[A-Z0-9_]+)\x22"),
     r("jenkins.no_reports", "jenkins", Config, 0.3, r"No test report files were found\. Configuration error\?"),
+    // A tool that cannot load its configuration file (or one its own
+    // version cannot read).
+    r("tool.config_load", "command line", Config, 0.8, r"(?i)\b(?:can't|cannot|could not|couldn't|failed to|unable to) (?:load|read|parse) (?:the )?config(?:uration)?(?: file)?\b"),
     r("docs.build_config", "documentation tool", Config, 0.5, r"(?i)\bconfiguration (?:error|file) .*(?:invalid|not found|missing)|\binvalid configuration\b|\bconfig(?:uration)? (?:file )?not found\b"),
 
     // ------------------------------------------------------ infrastructure
@@ -653,6 +665,10 @@ pub const RULES: &[Rule] = &[
 /// Pairs `(a, b)`: wherever `a` matches in the lines read, `b`'s findings
 /// are dropped (a wrapper that names what it wraps).
 pub const CANCELS: &[(&str, &str)] = &[("python.called_process", "python.traceback")];
+
+/// Rules for a shape many tools share: a line one of them matches counts
+/// only when no other rule matches it (the tool's own rule says more).
+pub const YIELDS: &[&str] = &["generic.diagnostic"];
 
 pub const SUPERSEDES: &[(&str, &str)] = &[
     // The script the interpreter was told to run, not a library.

@@ -145,7 +145,7 @@ pub fn is_red(raw: &str) -> bool {
 /// Length of a timestamp and/or workflow-command prefix, and its tag.
 fn prefix_len(s: &str) -> (usize, LineTag) {
     let b = s.as_bytes();
-    let mut start = 0;
+    let mut start = gh_cli_len(b);
     // At most two timestamps (e.g. a runner's and the tool's own).
     for _ in 0..2 {
         let n = timestamp_len(&b[start..]);
@@ -156,6 +156,33 @@ fn prefix_len(s: &str) -> (usize, LineTag) {
     }
     let (n, tag) = workflow_len(&s[start..]);
     (start + n, tag)
+}
+
+/// Longest job or step name read in a `gh run view --log` prefix.
+const MAX_GH_FIELD: usize = 256;
+
+/// `gh run view --log` (and the web UI's "download log" of a whole run)
+/// puts the job's and the step's name before each line's timestamp:
+/// `build (20.x)<TAB>Run tests<TAB>2024-01-02T03:04:05.1234567Z text`.
+/// The prefix counts only when a dated timestamp follows it.
+fn gh_cli_len(b: &[u8]) -> usize {
+    let Some(first) = b.iter().take(MAX_GH_FIELD).position(|&c| c == b'\t') else {
+        return 0;
+    };
+    let Some(second) = b[first + 1..]
+        .iter()
+        .take(MAX_GH_FIELD)
+        .position(|&c| c == b'\t')
+    else {
+        return 0;
+    };
+    let at = first + 1 + second + 1;
+    let dated = digits(b, at, 4) && b.get(at + 4) == Some(&b'-');
+    if dated && timestamp_len(&b[at..]) > 0 {
+        at
+    } else {
+        0
+    }
 }
 
 fn digits(b: &[u8], at: usize, n: usize) -> bool {
@@ -290,6 +317,22 @@ mod tests {
         assert_eq!(clean_line("2024-01-02 03:04:05,123 INFO x"), "INFO x");
         assert_eq!(clean_line("12:34 not a time"), "12:34 not a time");
         assert_eq!(clean_line("2024-01-02T03:04:05Z"), "");
+    }
+
+    #[test]
+    fn strips_the_job_and_step_names_gh_run_view_prints() {
+        let (t, tag) = clean_line_tagged(
+            "build (20.x)\tRun tests\t2024-01-02T03:04:05.1234567Z ##[error]Process completed with exit code 1.",
+        );
+        assert_eq!(t, "Process completed with exit code 1.");
+        assert_eq!(tag, LineTag::Error);
+        assert_eq!(
+            clean_line("test\tSet up job\t2024-01-02T03:04:05.1234567Z FAILED (errors=2)"),
+            "FAILED (errors=2)"
+        );
+        // Tabs without a dated timestamp after them are the line's own.
+        assert_eq!(clean_line("a\tb\tc"), "a\tb\tc");
+        assert_eq!(clean_line("name\tvalue\t12:34:56 x"), "name\tvalue\t12:34:56 x");
     }
 
     #[test]
