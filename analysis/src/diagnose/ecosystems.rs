@@ -2819,3 +2819,140 @@ fn a_module_swift_cannot_find_is_a_package_not_fetched() {
         Category::CodeError,
     );
 }
+
+#[test]
+fn the_shared_file_line_error_shape_is_a_compile_error_where_no_tool_rule_reads_it() {
+    for line in [
+        "res/layout/main_screen.xml:40: error: 'middle' is incompatible with attribute gravity (attr) flags",
+        "aapt2 build/res/values/strings.xml:12:5: error: resource string/title not found.",
+        "proto/orders.proto:7:3: error: \"Money\" is not defined.",
+    ] {
+        let d = diagnosed(line, Category::CodeError);
+        assert!(
+            d.decided_by.starts_with("generic.diagnostic"),
+            "{line}: {}",
+            d.decided_by
+        );
+    }
+    // A tool's own rule reads its line: the shared shape adds nothing.
+    let d =
+        diagnose_text("src/cart.c:12:5: error: 'total' undeclared (first use in this function)");
+    assert!(d.decided_by.starts_with("cc.error"), "{}", d.decided_by);
+    assert!(
+        d.findings.iter().all(|f| f.rule != "generic.diagnostic"),
+        "{:#?}",
+        d.findings
+    );
+    // A warning in that shape is not an error.
+    assert_eq!(
+        diagnose_text("docs/guide.txt:3: warning: unknown word").category,
+        Category::Unknown
+    );
+}
+
+#[test]
+fn configuration_the_job_lacks_git_identity_ssh_keys_a_tool_config_meson_options() {
+    for (text, rule) in [
+        (
+            "*** Please tell me who you are.\nfatal: empty ident name (for <ci@runner.(none)>) not allowed",
+            "git.config",
+        ),
+        (
+            "deploy@example.org: Permission denied (publickey,password).\nrsync: connection unexpectedly closed (0 bytes received so far) [sender]",
+            "ssh.auth",
+        ),
+        (
+            "Error: can't load config: unsupported version of the configuration",
+            "tool.config_load",
+        ),
+        (
+            "meson.build:1:0: ERROR: Unknown compiler(s): [['xcc']]",
+            "meson.config",
+        ),
+        (
+            "ERROR: Value \"yes\" for combo option is not one of the choices. Possible choices are: \"enabled\", \"disabled\", \"auto\".",
+            "meson.config",
+        ),
+        (
+            "     | The term 'shopctl' is not recognized as a name of a cmdlet, function, script file, or executable program.",
+            "windows.not_recognized",
+        ),
+    ] {
+        let d = diagnosed(text, Category::ConfigError);
+        assert!(d.decided_by.starts_with(rule), "{text}: {}", d.decided_by);
+    }
+    diagnosed(
+        "meson.build:20:2: ERROR: Dependency \"libshop\" not found, tried pkgconfig",
+        Category::DependencyError,
+    );
+    // A build script asking git for a version outside a checkout is not
+    // why a missing package failed the build.
+    diagnosed(
+        "fatal: not a git repository (or any of the parent directories): .git\nCMake Error at cmake/FindThing.cmake:9 (message):\n  Could NOT find Shopkit (missing: SHOPKIT_LIBRARY)",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn crashes_r_errors_wasm_traps_and_abort_exit_codes() {
+    for (text, rule) in [
+        (
+            "Quitting from lines 10-14 (intro.Rmd)\nError: processing vignette 'intro.Rmd' failed with diagnostics:\nobject 'basket' not found",
+            "r.knitr",
+        ),
+        (
+            "Error in total(cart) : object 'cart' not found\nCalls: checkout -> total\nExecution halted",
+            "r.error",
+        ),
+        (
+            "    3: wasm trap: out of bounds memory access",
+            "native.crash",
+        ),
+        (
+            "##[error]Process completed with exit code 134.",
+            "native.crash",
+        ),
+    ] {
+        let d = diagnosed(text, Category::CodeError);
+        assert!(d.decided_by.starts_with(rule), "{text}: {}", d.decided_by);
+    }
+    // R's missing package is a dependency, not the code's error.
+    diagnosed(
+        "Error in library(shopr) : there is no package called ‘shopr’",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn jenkins_remoting_and_scm_timeouts_are_the_machine() {
+    for (text, rule) in [
+        (
+            "FATAL: java.io.StreamCorruptedException: invalid stream header: 7B226964\nCaused: hudson.remoting.RequestAbortedException",
+            "jenkins.agent",
+        ),
+        (
+            " > git fetch --tags --force --progress https://git.example.org/shop.git # timeout=10\nERROR: Timeout after 10 minutes",
+            "timeout.run",
+        ),
+    ] {
+        let d = diagnosed(text, Category::InfraError);
+        assert!(d.decided_by.starts_with(rule), "{text}: {}", d.decided_by);
+    }
+}
+
+#[test]
+fn vitest_and_go_subtest_reports_are_test_failures() {
+    for (text, rule) in [
+        (
+            " FAIL  test/cart.test.ts > cart > adds an item\n Test Files  1 failed | 3 passed (4)\n      Tests  1 failed | 10 passed (11)",
+            "vitest.summary",
+        ),
+        (
+            "--- FAIL: e2e (12.40s)\n    --- FAIL: e2e/checkout (3.10s)",
+            "gotest.fail",
+        ),
+    ] {
+        let d = diagnosed(text, Category::TestFailure);
+        assert!(d.decided_by.starts_with(rule), "{text}: {}", d.decided_by);
+    }
+}

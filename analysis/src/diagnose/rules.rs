@@ -121,8 +121,10 @@ pub const RULES: &[Rule] = &[
     r("python.assertion", "python", Assertion, 0.8, r"^AssertionError\b(?::\s*(?P<msg>.*))?"),
     // Jest / Vitest
     r("jest.test", "jest", TestFailed, 1.0, r"^● (?P<test>.+ › .+)$"),
-    r("jest.file", "jest", TestFailed, 0.7, r"^FAIL (?P<file>\S+\.(?:[jt]sx?|mjs|cjs|vue))(?:\s|$)"),
+    r("jest.file", "jest", TestFailed, 0.7, r"^FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs|mts|cts|vue|svelte))(?:\s|$)"),
     r("jest.summary", "jest", TestSummary, 0.9, r"^Tests:\s+[1-9]\d* failed"),
+    // Vitest's summary: `Test Files  1 failed | 3 passed (4)`.
+    r("vitest.summary", "vitest", TestSummary, 0.9, r"^(?:Test Files|Tests)\s+[1-9]\d* failed\b"),
     r("jest.expect", "jest", Assertion, 0.9, r"^expect\((?:received|jest\.fn\(\))\)\.\w+"),
     r("jest.received", "jest", Assertion, 0.5, r"^(?:Expected|Received)(?: value| length| substring)?:\s+\S"),
     // Mocha / Jasmine / Karma / Protractor / tap / QUnit / Ember
@@ -194,7 +196,7 @@ pub const RULES: &[Rule] = &[
     r("eunit.test", "eunit", TestFailed, 0.9, r"^(?P<suite>\w+): (?P<test>\w+)(?: \(.*\))?\.\.\.\*failed\*$"),
     r("eunit.location", "eunit", TestFailed, 0.6, r"^in function \S+ \((?P<file>[\w./-]+\.erl), line (?P<line>\d+)\)$"),
     // go test
-    r("gotest.fail", "go test", TestFailed, 1.0, r"^(?:--- )?FAIL: (?P<test>Test\w*(?:/\S+)?) \([\d.]+s\)"),
+    r("gotest.fail", "go test", TestFailed, 1.0, r"^(?:--- )?FAIL: (?P<test>Test\w*(?:/\S+)?) \([\d.]+s\)|^--- FAIL: (?P<test2>\S+) \([\d.]+s\)"),
     r("gotest.pkg", "go test", TestSummary, 0.8, r"^FAIL\s+(?P<pkg>[\w./-]+)\s+[\d.]+s$"),
     r("gotest.location", "go test", Assertion, 0.7, r"^(?P<file>\w+_test\.go):(?P<line>\d+): (?P<msg>.+)"),
     // cargo test
@@ -335,6 +337,8 @@ pub const RULES: &[Rule] = &[
     // no more specific rule knows; a tool's prefix may stand before it.
     r("generic.diagnostic", "compiler", Compile, 0.7, r"^(?:\S+ )?(?P<file>[\w./\\@+~:-]*[\w-]\.[A-Za-z][\w]{0,9}):(?P<line>\d+)(?::(?P<col>\d+))?: (?:fatal )?error(?:\[[\w-]+\])?: (?P<msg>.+)$"),
     // R's knitr names the chunk of a document whose code failed.
+    // R's run-time error: `Error in <call> : <message>`.
+    r("r.error", "R", Crash, 0.7, r"^Error in (?P<msg>\S.{0,200}) : .+$"),
     r("r.knitr", "R", Crash, 0.8, r"^Quitting from lines \d+-\d+ \((?P<file>[^)]+)\)|^Error: processing vignette '(?P<file2>[^']+)' failed with diagnostics:$"),
     r("make.error", "make", Compile, 0.35, r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error [1-9]\d*|Segmentation fault)"),
 
@@ -566,6 +570,10 @@ pub const RULES: &[Rule] = &[
     // RuboCop refusing its configuration file: a cop renamed, removed or
     // unknown to the version the build installed.
     r("rubocop.config", "rubocop", Config, 0.9, r"obsolete configuration found in \S+|^Error: The `[^`]+` cop has been (?:removed|renamed|moved)\b|^Error: obsolete parameter \S+ \(for \S+\) found in \S+|^Error: unrecognized cop (?:or department )?\S+ found in \S+"),
+    // Meson: a missing dependency; a build file, option or toolchain the
+    // configuration gets wrong.
+    r("meson.dependency", "meson", Dependency, 0.9, r#"(?:^|: )ERROR: (?:Dependency "?(?P<pkg>[\w.+-]+)"? not found|Could not find dependency (?P<pkg2>\S+)|Dependency lookup for (?P<pkg3>\S+) .* failed)"#),
+    r("meson.config", "meson", Config, 0.8, r#"^(?:\S*meson(?:_options)?\.(?:build|txt|options)(?::\d+){1,2}: )?ERROR: (?:Unknown compiler|Program '?[^']+'? not found|Value "[^"]*" for \w+ option is not one of the choices|Unknown options?:|Invalid option|Unknown variable|Unknown method|Neither source directory|Meson version is|Cross file)"#),
     r("cmake.config", "cmake", Config, 0.9, r"The source directory .* does not (?:exist|appear to contain CMakeLists\.txt)|CMake [\d.]+ or higher is required|Unknown CMake command|CMake Error: (?:The source|Could not find CMAKE_ROOT|Error required internal CMake variable)"),
     r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
@@ -575,7 +583,10 @@ pub const RULES: &[Rule] = &[
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
     r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
-    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|not a git repository|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|^\*\*\* Please tell me who you are\.$|fatal: (?:empty ident name|unable to auto-detect email address)"),
+    // A build script that asks git for a version outside a checkout: often
+    // harmless, and printed by tools that carry on.
+    r("git.not_a_repository", "git", Config, 0.3, r"fatal: not a git repository\b"),
+    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|^\*\*\* Please tell me who you are\.$|fatal: (?:empty ident name|unable to auto-detect email address)"),
     // SSH refused the key: the job's credentials, whatever connection it
     // then closed.
     r("ssh.auth", "ssh", Config, 1.0, r"Permission denied \(publickey(?:,[\w-]+)*\)"),
@@ -630,9 +641,9 @@ pub const RULES: &[Rule] = &[
     r("travis.no_output", "travis", Infra, 1.0, r"No output has been received in the last \d+m\d*s?, this potentially indicates a stalled build|The job exceeded the maximum time limit for jobs|The job exceeded the maximum log length|^Timeout \(\d+ minutes\) reached\. Terminating\b|Your test run exceeded \d+ (?:minutes|hour)"),
     r("travis.vm", "travis", Infra, 1.0, r"We were unable to start a VM|An error occurred while generating the build script|The build has been terminated|There was an error in the VM|Unable to connect to the (?:Travis CI|build) (?:API|server)"),
     r("gha.runner", "github actions", Infra, 1.0, r"The runner has received a shutdown signal|lost communication with the server|has exceeded the maximum execution time of|The hosted runner encountered an error|The operation was canceled\.$|Received request to deprovision|No space left on device"),
-    r("jenkins.agent", "jenkins", Infra, 1.0, r"Agent went offline during the build|Cannot contact \S+: java\.lang\.InterruptedException|\bhudson\.remoting\.ChannelClosedException\b|The channel is closing down or has closed down|Backing channel '[^']+' is disconnected|Build timed out \(after \d+ minutes\)|Timeout has been exceeded|FATAL: (?:command execution failed|Unable to produce a script file)|RemotingSystemException|Connection was broken"),
+    r("jenkins.agent", "jenkins", Infra, 1.0, r"Agent went offline during the build|\bhudson\.remoting\.RequestAbortedException\b|^FATAL: java\.io\.StreamCorruptedException\b|Cannot contact \S+: java\.lang\.InterruptedException|\bhudson\.remoting\.ChannelClosedException\b|The channel is closing down or has closed down|Backing channel '[^']+' is disconnected|Build timed out \(after \d+ minutes\)|Timeout has been exceeded|FATAL: (?:command execution failed|Unable to produce a script file)|RemotingSystemException|Connection was broken"),
     r("timeout.exit_code", "ci", Infra, 0.9, r#"^The command ".*" (?:failed and )?exited with 124\.?|\btimeout: (?:sending signal|the monitored command)|^Terminated$|\bexited with (?:code )?143\b|\bCommand failed with status \(124\)|\b(?:exit code|exit status|exited with code|returned exit code) 124\b"#),
-    r("timeout.run", "ci", Infra, 0.9, r"(?i)^(?:tests?|test run|build|job|step|command|script)s? (?:timed out|has timed out|exceeded (?:the )?(?:time|timeout))\b|\bexceeded the (?:maximum )?(?:time ?limit|timeout)\b|\b(?:hard|global) timeout\b"),
+    r("timeout.run", "ci", Infra, 0.9, r"(?i)^ERROR: Timeout after \d+ minutes?$|^(?:tests?|test run|build|job|step|command|script)s? (?:timed out|has timed out|exceeded (?:the )?(?:time|timeout))\b|\bexceeded the (?:maximum )?(?:time ?limit|timeout)\b|\b(?:hard|global) timeout\b"),
     r("oom", "machine", Infra, 1.0, r"(?i)\bout of memory\b|\bOutOfMemoryError|\boom[- ]?kill(?:ed|er)?\b|Cannot allocate memory|virtual memory exhausted|memory cgroup out of memory|\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*137\b|signal: killed|Killed signal terminated program|internal compiler error: Killed \(program|^make(?:\[\d+\])?: \*\*\* \[[^\]]+\] Killed$|^Killed$|The build daemon disappeared unexpectedly|JavaScript heap out of memory|^MemoryError\b|\bstd::bad_alloc\b|: line \d+: +\d+ Killed\b"),
     r("disk", "machine", Infra, 1.0, r"(?i)No space left on device|disk (?:quota exceeded|full)|\bENOSPC\b|not enough (?:disk )?space"),
     r("network.dns", "network", Infra, 1.0, r"(?i)Could not resolve host|Temporary failure in name resolution|Temporary failure resolving '|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|Name or service not known|nodename nor servname provided|no such host\b|Could not resolve (?:proxy|hostname)|unable to resolve host|Couldn't resolve host|\bserver misbehaving\b|\bGem::RemoteFetcher::UnknownHostError\b|\bcurl: \(6\)"),
@@ -687,6 +698,8 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("maven.config", "maven.compilation"),
     // A loader's own word that a package is missing, over the bare error.
     ("julia.missing_package", "julia.error"),
+    ("r.parse", "r.error"),
+    ("r.missing_package", "r.error"),
     ("python.distribution", "python.traceback"),
     ("rustc.missing_crate", "rustc.error"),
     ("cargo.resolve", "rustc.error_plain"),

@@ -1213,3 +1213,41 @@ fn the_machine_failing_in_the_block_shown_explains_the_block_read() {
     )]));
     assert_eq!(d.category, Category::TestFailure, "{}", d.decided_by);
 }
+
+/// A Travis job (written for this test) whose `./configure` gives up on a
+/// missing library, after which `make` finds no makefile.
+fn configure_then_make(configure_fails: bool) -> String {
+    let mut log = String::from("$ ./configure\n");
+    for i in 0..200 {
+        log.push_str(&format!("checking for header{i}.h... yes\n"));
+    }
+    log.push_str("checking for shopkit... ");
+    if configure_fails {
+        log.push_str(
+            "no\nconfigure: error: Package requirements (shopkit) were not met:\n\n\
+             No package 'shopkit' found\n\n\
+             Consider adjusting the PKG_CONFIG_PATH environment variable if you\n\
+             installed software in a non-standard prefix.\n\n\
+             The command \"./configure\" exited with 1.\n",
+        );
+    } else {
+        log.push_str(
+            "yes\nconfigure: creating ./config.status\n\nThe command \"./configure\" exited with 0.\n",
+        );
+    }
+    log.push_str(
+        "$ make\nmake: *** No targets specified and no makefile found.  Stop.\n\n\
+         The command \"make\" exited with 2.\n\nDone. Your build exited with 1.\n",
+    );
+    log
+}
+
+#[test]
+fn the_first_failed_step_outweighs_the_steps_that_failed_after_it() {
+    let d = diagnose(&excerpt_of_text(&configure_then_make(true)));
+    assert_eq!(d.category, Category::DependencyError, "{d:#?}");
+    assert!(d.decided_by.starts_with("configure.missing"), "{d:#?}");
+    // Alone, make's complaint is the configuration's.
+    let d = diagnose(&excerpt_of_text(&configure_then_make(false)));
+    assert_eq!(d.category, Category::ConfigError, "{d:#?}");
+}

@@ -154,6 +154,7 @@ fn prefix_len(s: &str) -> (usize, LineTag) {
         }
         start += n;
     }
+    start += buildkit_len(&b[start..]);
     let (n, tag) = workflow_len(&s[start..]);
     (start + n, tag)
 }
@@ -182,6 +183,38 @@ fn gh_cli_len(b: &[u8]) -> usize {
         at
     } else {
         0
+    }
+}
+
+/// BuildKit's plain progress (`docker build --progress=plain`, what CI
+/// logs of `docker build` show) puts the build step's number and the
+/// seconds since it started before what the step printed: `#12 3.456 `.
+fn buildkit_len(b: &[u8]) -> usize {
+    if b.first() != Some(&b'#') {
+        return 0;
+    }
+    let mut i = 1;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    if i == 1 || b.get(i) != Some(&b' ') || !digits(b, i + 1, 1) {
+        return 0;
+    }
+    i += 1;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'.') || !digits(b, i + 1, 1) {
+        return 0;
+    }
+    i += 1;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    match b.get(i) {
+        None => i,
+        Some(b' ') => i + 1,
+        _ => 0,
     }
 }
 
@@ -320,6 +353,22 @@ mod tests {
     }
 
     #[test]
+    fn strips_buildkit_step_prefixes() {
+        assert_eq!(
+            clean_line("#12 3.456 npm ERR! code E404"),
+            "npm ERR! code E404"
+        );
+        assert_eq!(
+            clean_line("2024-01-02T03:04:05.1234567Z #7 0.52 error: x"),
+            "error: x"
+        );
+        // Not BuildKit's: a heading, an issue number, a step's own verdict.
+        assert_eq!(clean_line("#12 items"), "#12 items");
+        assert_eq!(clean_line("#3 DONE 0.1s"), "#3 DONE 0.1s");
+        assert_eq!(clean_line("# 1.5 x"), "# 1.5 x");
+    }
+
+    #[test]
     fn strips_the_job_and_step_names_gh_run_view_prints() {
         let (t, tag) = clean_line_tagged(
             "build (20.x)\tRun tests\t2024-01-02T03:04:05.1234567Z ##[error]Process completed with exit code 1.",
@@ -332,7 +381,10 @@ mod tests {
         );
         // Tabs without a dated timestamp after them are the line's own.
         assert_eq!(clean_line("a\tb\tc"), "a\tb\tc");
-        assert_eq!(clean_line("name\tvalue\t12:34:56 x"), "name\tvalue\t12:34:56 x");
+        assert_eq!(
+            clean_line("name\tvalue\t12:34:56 x"),
+            "name\tvalue\t12:34:56 x"
+        );
     }
 
     #[test]
