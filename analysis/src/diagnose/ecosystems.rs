@@ -2855,7 +2855,7 @@ fn configuration_the_job_lacks_git_identity_ssh_keys_a_tool_config_meson_options
     for (text, rule) in [
         (
             "*** Please tell me who you are.\nfatal: empty ident name (for <ci@runner.(none)>) not allowed",
-            "git.config",
+            "git.identity",
         ),
         (
             "deploy@example.org: Permission denied (publickey,password).\nrsync: connection unexpectedly closed (0 bytes received so far) [sender]",
@@ -2955,4 +2955,34 @@ fn vitest_and_go_subtest_reports_are_test_failures() {
         let d = diagnosed(text, Category::TestFailure);
         assert!(d.decided_by.starts_with(rule), "{text}: {}", d.decided_by);
     }
+}
+
+#[test]
+fn a_bundler_refusing_the_source_is_a_compile_error() {
+    for text in [
+        "> Build error occurred\nError: Turbopack build failed with 1 errors:\n./src/app/page.tsx:3:1\nParsing ecmascript source code failed",
+        "Failed to compile.\n\n./src/Cart.js\nModule build failed (from ./node_modules/babel-loader/lib/index.js):",
+        "✘ [ERROR] Expected \";\" but found \"total\"\n\n    src/cart.ts:4:9:",
+    ] {
+        let d = diagnosed(text, Category::CodeError);
+        assert!(
+            d.decided_by.starts_with("bundler.error"),
+            "{text}: {}",
+            d.decided_by
+        );
+    }
+    // A package the bundler cannot resolve is still a dependency.
+    diagnosed(
+        "Failed to compile.\n\nModule not found: Error: Can't resolve 'shop-widgets' in '/app/src'",
+        Category::DependencyError,
+    );
+}
+
+#[test]
+fn minitest_reporters_errors_are_uncaught_errors() {
+    let d = diagnosed(
+        "  ERROR (0:00:01.204) test_0001_totals the basket\n        No such file or directory - /tmp/basket.csv\n\n120 tests, 119 passed, 0 failures, 1 errors, 0 skips, 340 assertions",
+        Category::CodeError,
+    );
+    assert!(d.decided_by.starts_with("tests."), "{}", d.decided_by);
 }

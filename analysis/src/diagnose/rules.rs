@@ -344,6 +344,9 @@ pub const RULES: &[Rule] = &[
 
     // -------------------------------------------------------------- crashes
     r("js.uncaught", "node", Crash, 0.9, r"^(?:Uncaught )?(?:TypeError|ReferenceError|RangeError|EvalError|URIError): (?P<msg>.+)$"),
+    // JavaScript bundlers (webpack, Next.js, Turbopack, Vite, esbuild)
+    // refusing the project's source.
+    r("bundler.error", "bundler", Compile, 0.8, r"^> Build error occurred$|^Failed to compile\.?$|^Module build failed\b|\bModule parse failed: |\bParsing ecmascript source code failed\b|^✘ \[ERROR\] |^error during build:$|^Error: Turbopack build failed\b"),
     r("js.syntax", "node", Compile, 0.8, r"^SyntaxError: (?P<msg>.+)$"),
     r("python.exception", "python", Crash, 0.8, r"^(?P<code>(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|FileNotFoundError|OSError|UnicodeDecodeError|UnicodeEncodeError)): (?P<msg>.+)$"),
     // pytest prints the exception that ended a test behind `E`.
@@ -369,8 +372,8 @@ pub const RULES: &[Rule] = &[
     // Test runners that tell an error (an uncaught exception) from a
     // failure (an assertion): errors and no failures is the code crashing
     // under test, a code error by the rubric.
-    r("tests.errors_only", "test runner", Crash, 0.7, r"\bTests run: \d+, Failures: 0, Errors: [1-9]\d*|^FAILED \((?:(?:SKIP|skipped|expected failures)=\d+, )?errors=[1-9]\d*\)$|^Tests: \d+, Assertions: \d+, Errors: [1-9]\d*\.$|\b\d+ (?:runs|tests), \d+ assertions, 0 failures, [1-9]\d* errors\b"),
-    r("tests.error_header", "test runner", Crash, 0.5, r"^There (?:was|were) \d+ errors?:$|^\d+\) Error:$"),
+    r("tests.errors_only", "test runner", Crash, 0.7, r"\bTests run: \d+, Failures: 0, Errors: [1-9]\d*|^FAILED \((?:(?:SKIP|skipped|expected failures)=\d+, )?errors=[1-9]\d*\)$|^Tests: \d+, Assertions: \d+, Errors: [1-9]\d*\.$|\b\d+ (?:runs|tests), \d+ assertions, 0 failures, [1-9]\d* errors\b|\b\d+ tests, \d+ passed, 0 failures, [1-9]\d* errors\b"),
+    r("tests.error_header", "test runner", Crash, 0.5, r"^There (?:was|were) \d+ errors?:$|^\d+\) Error:$|^ERROR \(\d+:\d\d:\d\d\.\d+\) (?P<test>\S.*)$"),
     r("dotnet.exception", "dotnet", Crash, 0.8, r"\bSystem\.(?:NullReferenceException|InvalidOperationException|ArgumentException|ArgumentNullException|InvalidCastException|IndexOutOfRangeException|KeyNotFoundException|NotImplementedException|FormatException)\b"),
     r("go.panic", "go", Crash, 0.8, r"^panic: (?P<msg>.+)$|runtime error: (?:invalid memory address|index out of range|slice bounds out of range|nil map)"),
     r("rust.panic", "rust", Crash, 0.6, r"panicked at .*(?:called `(?:Option|Result)::unwrap\(\)`|index out of bounds|attempt to (?:add|subtract|multiply|divide) with overflow|unreachable|not yet implemented|byte index)"),
@@ -586,7 +589,10 @@ pub const RULES: &[Rule] = &[
     // A build script that asks git for a version outside a checkout: often
     // harmless, and printed by tools that carry on.
     r("git.not_a_repository", "git", Config, 0.3, r"fatal: not a git repository\b"),
-    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\.|^\*\*\* Please tell me who you are\.$|fatal: (?:empty ident name|unable to auto-detect email address)"),
+    // git without an identity on the runner: the cause when a step commits
+    // (a deploy), but printed by tools that carry on too.
+    r("git.identity", "git", Config, 0.5, r"^\*\*\* Please tell me who you are\.$|fatal: (?:empty ident name|unable to auto-detect email address)"),
+    r("git.config", "git", Config, 0.8, r"fatal: (?:Remote branch \S+ not found|couldn't find remote ref|reference is not a tree|could not read Username|Authentication failed|repository '[^']+' not found|No names found, cannot describe anything)|error: pathspec '(?P<cmd>[^']+)' did not match|^remote: Repository not found\.|^Host key verification failed\."),
     // SSH refused the key: the job's credentials, whatever connection it
     // then closed.
     r("ssh.auth", "ssh", Config, 1.0, r"Permission denied \(publickey(?:,[\w-]+)*\)"),
