@@ -549,16 +549,14 @@ const LATER_STEP_WEIGHT: f32 = 0.5;
 fn later_steps(hits: &mut [Hit], excerpt: &Excerpt) {
     // A command Travis retries (`failed. Retrying, 2 of 3.`) has no exit
     // code: it may have passed on the next try.
-    let exited: Vec<u64> = excerpt
+    let mut exited = excerpt
         .failed_steps
         .iter()
         .filter(|s| s.exit_code.is_some())
-        .map(|s| s.line_no)
-        .collect();
-    if exited.len() < 2 {
+        .map(|s| s.line_no);
+    let (Some(first), Some(_)) = (exited.next(), exited.next()) else {
         return;
-    }
-    let first = exited[0];
+    };
     if !hits.iter().any(|h| h.line_no < first) {
         return;
     }

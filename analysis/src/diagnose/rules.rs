@@ -336,9 +336,9 @@ pub const RULES: &[Rule] = &[
     // GNU coding standards' `file:line[:col]: error: message`) for a file
     // no more specific rule knows; a tool's prefix may stand before it.
     r("generic.diagnostic", "compiler", Compile, 0.7, r"^(?:\S+ )?(?P<file>[\w./\\@+~:-]*[\w-]\.[A-Za-z][\w]{0,9}):(?P<line>\d+)(?::(?P<col>\d+))?: (?:fatal )?error(?:\[[\w-]+\])?: (?P<msg>.+)$"),
-    // R's knitr names the chunk of a document whose code failed.
     // R's run-time error: `Error in <call> : <message>`.
     r("r.error", "R", Crash, 0.7, r"^Error in (?P<msg>\S.{0,200}) : .+$"),
+    // R's knitr names the chunk of a document whose code failed.
     r("r.knitr", "R", Crash, 0.8, r"^Quitting from lines \d+-\d+ \((?P<file>[^)]+)\)|^Error: processing vignette '(?P<file2>[^']+)' failed with diagnostics:$"),
     r("make.error", "make", Compile, 0.35, r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error [1-9]\d*|Segmentation fault)"),
 

@@ -193,29 +193,28 @@ fn buildkit_len(b: &[u8]) -> usize {
     if b.first() != Some(&b'#') {
         return 0;
     }
-    let mut i = 1;
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
+    let mut i = skip_digits(b, 1);
     if i == 1 || b.get(i) != Some(&b' ') || !digits(b, i + 1, 1) {
         return 0;
     }
-    i += 1;
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
+    i = skip_digits(b, i + 1);
     if b.get(i) != Some(&b'.') || !digits(b, i + 1, 1) {
         return 0;
     }
-    i += 1;
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-    }
+    i = skip_digits(b, i + 1);
     match b.get(i) {
         None => i,
         Some(b' ') => i + 1,
         _ => 0,
     }
+}
+
+/// The index past the run of ASCII digits starting at `i`.
+fn skip_digits(b: &[u8], i: usize) -> usize {
+    i + b[i.min(b.len())..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count()
 }
 
 fn digits(b: &[u8], at: usize, n: usize) -> bool {
@@ -250,10 +249,7 @@ fn timestamp_len(b: &[u8]) -> usize {
         return 0; // `12:34` alone is too ambiguous
     }
     if matches!(b.get(i), Some(b'.' | b',')) && digits(b, i + 1, 1) {
-        i += 1;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        i = skip_digits(b, i + 1);
     }
     if b.get(i) == Some(&b'Z') {
         i += 1;
@@ -262,9 +258,7 @@ fn timestamp_len(b: &[u8]) -> usize {
         if b.get(i) == Some(&b':') {
             i += 1;
         }
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        i = skip_digits(b, i);
     }
     finish_ts(b, i, bracket)
 }
