@@ -12,6 +12,18 @@ pub(super) fn diagnosed(text: &str, want: Category) -> Diagnosis {
     d
 }
 
+/// [`diagnosed`], decided by the rule `rule` (its id, or a prefix of it).
+#[track_caller]
+pub(super) fn diagnosed_by(text: &str, want: Category, rule: &str) -> Diagnosis {
+    let d = diagnosed(text, want);
+    assert!(
+        d.decided_by.starts_with(rule),
+        "\n{text}\ndecided by {}, not {rule}",
+        d.decided_by
+    );
+    d
+}
+
 /// The other side of [`diagnosed`]: `text` reads as anything but `unwanted`.
 #[track_caller]
 pub(super) fn not_diagnosed(text: &str, unwanted: Category) -> Diagnosis {
@@ -2985,4 +2997,64 @@ fn minitest_reporters_errors_are_uncaught_errors() {
         Category::CodeError,
     );
     assert!(d.decided_by.starts_with("tests."), "{}", d.decided_by);
+}
+
+#[test]
+fn a_built_in_the_selected_runtime_is_too_old_for_is_its_configuration() {
+    for text in [
+        "FATAL Something went wrong\nTypeError: Object.values is not a function\n    at Cart.totals (/app/lib/cart.js:12:22)",
+        "Uncaught TypeError: Promise.allSettled is not a function",
+        "ReferenceError: structuredClone is not defined\n    at copyBasket (/app/src/basket.js:4:10)",
+    ] {
+        diagnosed_by(text, Category::ConfigError, "js.runtime_version");
+    }
+    // The project's own function missing is still its code's error.
+    diagnosed_by(
+        "TypeError: basket.totals is not a function\n    at Checkout.run (/app/src/checkout.js:9:14)",
+        Category::CodeError,
+        "js.uncaught",
+    );
+}
+
+#[test]
+fn loaders_refusing_an_installed_library_are_dependency_errors() {
+    for (text, rule) in [
+        (
+            "/home/ci/app/spec/spec_helper.rb:3:in `require': cannot load such file -- basket/money (LoadError)",
+            "ruby.load_error",
+        ),
+        (
+            "/usr/lib/ruby/2.7.0/rubygems/specification.rb:2240:in `check_version_conflict': can't activate shoplib-1.2.0, already activated shoplib-2.0.1 (Gem::LoadError)",
+            "bundler.install",
+        ),
+        (
+            "    at Module._extensions..node (node:internal/modules/cjs/loader:1210:18)\nwas compiled against a different Node.js version using\nNODE_MODULE_VERSION 72. This version of Node.js requires\nNODE_MODULE_VERSION 93.",
+            "node.native_abi_conflict",
+        ),
+        (
+            "Error: Cannot find module '/app/node_modules/fastcart/build/Release/cart.node'",
+            "node.native_abi_conflict",
+        ),
+        (
+            "Unhandled exception. System.TypeLoadException: Could not load type 'Shop.Cart' from assembly 'Shop.Core, Version=2.0.0.0'.",
+            "dotnet.linkage_conflict",
+        ),
+        (
+            "PHP Fatal error:  Uncaught Error: Failed opening required '/app/vendor/autoload.php' (include_path='.:/usr/share/php') in /app/tests/bootstrap.php:3",
+            "php.autoload_missing",
+        ),
+    ] {
+        diagnosed_by(text, Category::DependencyError, rule);
+    }
+}
+
+#[test]
+fn latex_s_layout_warnings_are_weak_beside_its_errors() {
+    // Overfull boxes and undefined references print in builds that pass:
+    // beside a real error they are not the failure.
+    diagnosed_by(
+        "Overfull \\hbox (12.5pt too wide) in paragraph at lines 40--42\nLaTeX Warning: There were undefined references.\n! Undefined control sequence.\nl.57 \\shopname",
+        Category::CodeError,
+        "latex.error",
+    );
 }

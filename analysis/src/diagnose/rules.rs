@@ -324,8 +324,8 @@ pub const RULES: &[Rule] = &[
     r("lua.error", "lua", Compile, 0.8, r"^(?:lua|luajit|luvit): (?P<file>[\w./-]+\.lua):(?P<line>\d+): (?P<msg>.+)$"),
     r("r.parse", "R", Compile, 0.8, r"^Error in parse\(|^Error: unexpected (?:symbol|'[^']+'|input|string constant|numeric constant|end of input)"),
     r("latex.error", "latex", Compile, 1.0, r"^! (?P<msg>(?:LaTeX Error|Undefined control sequence|Missing|Extra|Emergency stop|Package \w+ Error|Paragraph ended|Argument of|Illegal|Too many|File ended|Runaway).*)$|^(?P<file>[\w./-]+\.(?:tex|sty|cls)):(?P<line>\d+): (?P<msg2>.+)$"),
-    r("latex.overfull", "latex", Lint, 0.9, r"^Overfull \\[hv]box \(\d+(?:\.\d+)?pt too (?:wide|high)\) (?:in paragraph|detected) at lines? (?P<line>\d+)"),
-    r("latex.undefined_refs", "latex", Lint, 0.9, r"^LaTeX Warning: (?:There were undefined references|Reference `[^']+' on page \d+ undefined|Citation `[^']+' on page \d+ undefined|Label\(s\) may have changed)"),
+    r("latex.overfull", "latex", Lint, 0.4, r"^Overfull \\[hv]box \(\d+(?:\.\d+)?pt too (?:wide|high)\) (?:in paragraph|detected) at lines? (?P<line>\d+)"),
+    r("latex.undefined_refs", "latex", Lint, 0.5, r"^LaTeX Warning: (?:There were undefined references|Reference `[^']+' on page \d+ undefined|Citation `[^']+' on page \d+ undefined|Label\(s\) may have changed)"),
     r("emacs.bytecomp", "emacs byte-compile", Compile, 1.0, r"^(?:In [\w-]+:\s*)?(?P<file>[\w./-]+\.el):(?P<line>\d+):(?P<col>\d+):\s*(?:Error|Warning): (?P<msg>.+)$"),
     r("vim.script_error", "vim", Crash, 0.6, r"^(?:Error detected while processing|E\d{2,4}: )"),
     r("yaml.content", "yaml", Compile, 0.8, r"\((?P<file>[^)]+\.(?:md|markdown|html|rst|adoc|txt))\): (?P<msg>(?:found character that cannot start any token|did not find expected|mapping values are not allowed|could not find expected|found unexpected end of stream|found undefined tag handle).*)"),
@@ -343,6 +343,9 @@ pub const RULES: &[Rule] = &[
     r("make.error", "make", Compile, 0.35, r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error [1-9]\d*|Segmentation fault)"),
 
     // -------------------------------------------------------------- crashes
+    // A built-in a later ECMAScript (or Node) added, missing at run time:
+    // the runtime the job selected is older than the code expects.
+    r("js.runtime_version", "node", Config, 0.9, r"^(?:Uncaught )?(?:TypeError: (?P<msg>(?:Object\.(?:values|entries|fromEntries|hasOwn|getOwnPropertyDescriptors|groupBy)|Promise\.(?:allSettled|any|withResolvers)|Array\.(?:prototype\.\w+|fromAsync)|String\.prototype\.\w+) is not a function)|ReferenceError: (?P<msg2>(?:structuredClone|globalThis|AbortController|queueMicrotask|fetch|TextEncoder|TextDecoder|BigInt|WeakRef|FinalizationRegistry) is not defined))\b"),
     r("js.uncaught", "node", Crash, 0.9, r"^(?:Uncaught )?(?:TypeError|ReferenceError|RangeError|EvalError|URIError): (?P<msg>.+)$"),
     // JavaScript bundlers (webpack, Next.js, Turbopack, Vite, esbuild)
     // refusing the project's source.
@@ -353,6 +356,13 @@ pub const RULES: &[Rule] = &[
     r("pytest.exception", "pytest", Crash, 0.8, r"^E\s+(?P<code>(?:\w+\.)*(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|UnicodeDecodeError|UnicodeEncodeError))\b|^E\s+fixture '(?P<test>[^']+)' not found$"),
     // The linkage errors of a JVM: a class or method of one library
     // version called by code built against another.
+    // A native addon built for another Node ABI, or never built; .NET's
+    // loader finding another version of an assembly than the one compiled
+    // against.
+    r("node.native_abi_conflict", "node", Dependency, 0.9, r"was compiled against a different Node\.js version using|^NODE_MODULE_VERSION \d+\. This version of Node\.js requires|\bModule did not self-register\b|Could not locate the bindings file\b|Cannot find module '(?P<file>[^']*/build/(?:Release|Debug)/[^']+\.node)'"),
+    r("dotnet.linkage_conflict", "dotnet", Dependency, 0.7, r"\bSystem\.(?P<code>DllNotFoundException|TypeLoadException|MissingMethodException|MissingFieldException|BadImageFormatException)\b"),
+    // PHP requiring Composer's autoloader that `composer install` never wrote.
+    r("php.autoload_missing", "composer", Dependency, 0.9, r"Failed opening required '(?P<file>[^']*vendor/autoload\.php)'|require(?:_once)?\((?P<file2>[^)]*vendor/autoload\.php)\): [Ff]ailed to open stream"),
     r("jvm.linkage_conflict", "jvm", Dependency, 0.7, r"\bjava\.lang\.(?P<code>NoSuchMethodError|NoSuchFieldError|AbstractMethodError|NoClassDefFoundError|IncompatibleClassChangeError|UnsatisfiedLinkError)\b|\bDLL load failed\b|\bLibrary not loaded: "),
     r("python.traceback", "python", Crash, 0.5, r"^Traceback \(most recent call last\):$"),
     // A script that ran a command and raised because it failed: the cause
@@ -705,6 +715,15 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     // A loader's own word that a package is missing, over the bare error.
     ("julia.missing_package", "julia.error"),
     ("r.parse", "r.error"),
+    // Ruby printing a load error as the uncaught error it is.
+    ("ruby.load_error", "ruby.uncaught"),
+    ("bundler.install", "ruby.uncaught"),
+    ("js.runtime_version", "js.uncaught"),
+    ("js.runtime_version", "python.exception"),
+    ("js.runtime_version", "ruby.exception"),
+    ("js.runtime_version", "julia.error"),
+    ("node.native_abi_conflict", "node.missing_own_module"),
+    ("node.native_abi_conflict", "dep.vendored_error"),
     ("r.missing_package", "r.error"),
     ("python.distribution", "python.traceback"),
     ("rustc.missing_crate", "rustc.error"),
