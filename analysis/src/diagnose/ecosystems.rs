@@ -3058,3 +3058,18 @@ fn latex_s_layout_warnings_are_weak_beside_its_errors() {
         "latex.error",
     );
 }
+
+#[test]
+fn a_gem_that_needs_a_newer_ruby_is_a_dependency_the_job_cannot_install() {
+    diagnosed_by(
+        "ERROR:  Error installing shop-deploy:\n\tbasket-client requires Ruby version >= 2.6.0. The current ruby version is 2.4.5.335.",
+        Category::DependencyError,
+        "gem.ruby_conflict",
+    );
+    // The project's own Gemfile asking for another Ruby is its configuration.
+    diagnosed_by(
+        "Your Ruby version is 2.4.5, but your Gemfile specified 2.6.3",
+        Category::ConfigError,
+        "ruby.version",
+    );
+}

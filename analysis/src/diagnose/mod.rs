@@ -133,6 +133,8 @@ struct Compiled {
     steps: Vec<(Regex, Kind)>,
     /// The rule an error inside a third-party tree becomes.
     vendored: usize,
+    /// `dep.install_step` ([`install_step`]).
+    install_step: usize,
     /// The rule a caught uncaught-error "assertion" becomes.
     uncaught: usize,
     /// A missing Python module, and the rule it becomes when it is the
@@ -185,6 +187,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         each,
         steps,
         vendored: rule_index("dep.vendored_error"),
+        install_step: rule_index("dep.install_step"),
         uncaught: rule_index("js.uncaught"),
         no_module: rule_index("python.no_module"),
         missing_reference: rule_index("dep.missing_reference"),
@@ -515,6 +518,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
     }
     later_steps(&mut hits, excerpt);
+    install_step(&mut hits, excerpt);
     let missing_module = hits.iter().any(|h| h.rule == COMPILED.no_module);
     let syntax = hits.iter().any(|h| COMPILED.syntax.contains(&h.rule));
     if missing_module || syntax {
@@ -535,6 +539,42 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
     }
     hits
+}
+
+/// A command that installs the project itself (`pip install -e .`,
+/// `python setup.py install`, `go get ./...`): what it compiles is the
+/// project's own code.
+static INSTALLS_OWN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\s)(?:-e\s+)?\.(?:\[[^\]]*\])?(?:\s|$)|\bsetup\.py\b|\./\.\.\.")
+        .expect("built-in pattern compiles")
+});
+
+/// A compiler's error or a crash printed while the first failed step
+/// installed the job's dependencies (`npm install` building a native addon,
+/// `pip install` running a package's setup.py, `bundle install` compiling
+/// a gem's extension) is the dependency's failing install — the rubric's
+/// "failed npm install / pip install / bundle install". In every labelled
+/// log whose first failed step is such a command (dev 10, the readable set
+/// 3), the label is DEPENDENCY_ERROR.
+fn install_step(hits: &mut [Hit], excerpt: &Excerpt) {
+    let Some(first) = excerpt.failed_steps.iter().find(|s| s.exit_code.is_some()) else {
+        return;
+    };
+    let Some(cmd) = first.command.as_deref() else {
+        return;
+    };
+    if step_kind(cmd) != Some(Kind::Dependency) || INSTALLS_OWN.is_match(cmd) {
+        return;
+    }
+    for h in hits.iter_mut().filter(|h| {
+        h.line_no < first.line_no
+            && matches!(rules::RULES[h.rule].kind, Kind::Compile | Kind::Crash)
+    }) {
+        let scale = h.weight / (rules::RULES[h.rule].weight * WEIGHT_SCALE);
+        h.rule = COMPILED.install_step;
+        h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE * scale;
+        h.captures.remove("file");
+    }
 }
 
 /// What a finding printed after the first failed step's footer weighs

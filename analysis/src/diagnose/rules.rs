@@ -542,6 +542,10 @@ pub const RULES: &[Rule] = &[
     r("cc.missing_header", "gcc/clang", Dependency, 0.7, r"fatal error: '?(?P<pkg>[\w./+-]+\.h(?:pp)?)'?(?::)? (?:file not found|No such file or directory)"),
     r("ld.missing_lib", "ld", Dependency, 0.9, r"(?:ld|collect2): (?:fatal: )?(?:cannot find|library not found for) -l(?P<pkg>[\w+.-]+)|error while loading shared libraries: (?P<pkg2>\S+): cannot open|(?P<pkg3>lib[\w+.-]*\.(?:so(?:\.\d+)*|dylib)): cannot open shared object file|cannot load library '(?P<pkg4>[^']+)'|(?:site-packages|dist-packages|node_modules|/usr/(?:local/)?lib\d*)/\S*?(?P<pkg5>[\w+.-]+\.so(?:\.\d+)*): undefined symbol: |^dyld(?:\[\d+\])?: Library not loaded: (?P<pkg6>\S+)|Could not load file or assembly '(?P<pkg7>[^',]+)"),
     r("configure.missing", "autoconf", Dependency, 0.7, r"^configure: error: (?P<msg>.*(?:not found|required|missing|could not find|cannot find|no acceptable|is needed|were not met).*)$"),
+    // Findings a compiler or a runtime printed while the job installed its
+    // dependencies are given this rule (`install_step`); the pattern
+    // itself matches nothing a log prints.
+    r("dep.install_step", "package manager", Dependency, 0.8, r"^\x00install step\x00$"),
     r("dep.vendored_error", "vendored source", Dependency, 0.9, r"^(?:\S+: )?(?:error|Error|ERROR)\b.*(?:node_modules|\.cargo[/\\]registry|site-packages|\.m2[/\\]repository|go[/\\]pkg[/\\]mod)[/\\]"),
     r("dep.missing_reference", "compiler", Dependency, 0.7, r"error CS02(?:46|34): .*(?:are you missing (?:a using directive or )?an assembly reference|does not exist in the namespace)|error: package (?P<pkg>[\w.]+) does not exist|cannot access class file for (?P<pkg2>[\w.$]+) not found"),
     r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
@@ -575,7 +579,10 @@ pub const RULES: &[Rule] = &[
     // is not installed or not accepted on the machine.
     r("android.sdk_version", "android sdk", Config, 0.9, r"Failed to find target with hash string '(?P<ver>[^']+)'|You have not accepted the license agreements of the following SDK components|Failed to find Build Tools revision (?P<ver2>[\d.]+)|SDK location not found\. Define location with"),
     r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
-    r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|You must use Bundler (?P<ver3>\d+) or greater with this lockfile|requires Ruby version (?P<ver2>[^.]+\S*)|rvm: .* is not installed|ruby-\S+ is not installed"),
+    // A gem that needs a newer Ruby than the job runs: the dependency's
+    // constraint cannot be met (its own Gemfile's `ruby` line is above).
+    r("gem.ruby_conflict", "rubygems", Dependency, 0.9, r"(?:(?P<pkg>[\w.-]+) )?requires Ruby version (?P<ver>[><=~]+ ?[\d.]*\d)"),
+    r("ruby.version", "ruby", Config, 1.0, r"Your Ruby version is (?P<ver>\S+), but your Gemfile specified (?P<want>\S+)|You must use Bundler (?P<ver3>\d+) or greater with this lockfile|rvm: .* is not installed|ruby-\S+ is not installed"),
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)|\bgo\.mod requires go >= ?\S+ \(running go|cannot be built because it requires rustc \S+ or newer|\berror NETSDK1045\b|\bERR_OSSL_EVP_UNSUPPORTED\b|digital envelope routines::unsupported|your php version \([^)]+\) does not satisfy that requirement"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)|^Error: (?:No such (?:command|option)|Invalid value for|Missing (?:option|argument)) ['\x22]?(?P<cmd4>[^'\x22\s.]+)|: error: (?:the following arguments are required|argument \S+: invalid)"),
     // A linter run without its configuration file.

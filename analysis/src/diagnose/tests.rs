@@ -1251,3 +1251,38 @@ fn the_first_failed_step_outweighs_the_steps_that_failed_after_it() {
     let d = diagnose(&excerpt_of_text(&configure_then_make(false)));
     assert_eq!(d.category, Category::ConfigError, "{d:#?}");
 }
+
+/// A Travis job whose failed step `cmd` printed a C compiler's error.
+fn compiler_error_in(cmd: &str) -> String {
+    format!(
+        "$ {cmd}\n\
+         compiling cart.c\n\
+         cart.c:12:3: error: 'Handle' was not declared in this scope\n\
+         \x20  Handle<Value> Total(const Arguments& args) {{\n\
+         \x20  ^\n\n\
+         The command \"{cmd}\" failed and exited with 1 during .\n\n\
+         Your build has been stopped.\n"
+    )
+}
+
+#[test]
+fn a_compiler_error_while_the_job_installs_its_dependencies_is_the_dependency_s() {
+    for cmd in [
+        "npm install",
+        "pip install -r requirements.txt",
+        "bundle install --jobs=3",
+    ] {
+        let d = diagnose(&excerpt_of_text(&compiler_error_in(cmd)));
+        assert_eq!(d.category, Category::DependencyError, "{cmd}: {d:#?}");
+        assert!(
+            d.decided_by.starts_with("dep.install_step"),
+            "{cmd}: {d:#?}"
+        );
+    }
+    // The same error in a build step, or in a command that installs the
+    // project itself, is the project's code.
+    for cmd in ["make", "pip install -e .", "python setup.py install"] {
+        let d = diagnose(&excerpt_of_text(&compiler_error_in(cmd)));
+        assert_eq!(d.category, Category::CodeError, "{cmd}: {d:#?}");
+    }
+}
