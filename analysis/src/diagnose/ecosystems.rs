@@ -3017,3 +3017,13 @@ fn a_gem_that_needs_a_newer_ruby_is_a_dependency_the_job_cannot_install() {
         "ruby.version",
     );
 }
+
+#[test]
+fn pytest_s_summary_in_the_seconds_form_older_releases_print() {
+    for summary in [
+        "==================== 2 failed, 35 passed in 14.14 seconds ====================",
+        "========================= 1 failed, 41 passed in 2.13s =========================",
+    ] {
+        diagnosed_by(summary, Category::TestFailure, "pytest.summary");
+    }
+}

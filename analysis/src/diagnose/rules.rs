@@ -114,7 +114,7 @@ pub const RULES: &[Rule] = &[
     r("pytest.header", "pytest", TestFailed, 0.8, r"^_{3,} (?P<test>(?:\w+\.)?test\w*(?:\[.*\])?) _{3,}$"),
     r("pytest.assert", "pytest", Assertion, 1.0, r"^E\s+(?:AssertionError\b|assert\b)(?P<msg>.*)"),
     r("pytest.location", "pytest", Assertion, 0.6, r"^(?P<file>[\w./-]+\.py):(?P<line>\d+): (?:AssertionError|Failed)\b"),
-    r("pytest.summary", "pytest", TestSummary, 0.7, r"^=+ .*\b[1-9]\d* (?:failed|error)s?\b.* in [\d.]+s"),
+    r("pytest.summary", "pytest", TestSummary, 0.7, r"^=+ .*\b[1-9]\d* (?:failed|error)s?\b.* in [\d.]+ ?s(?:econds)?\b"),
     // unittest / nose / Django
     r("unittest.case", "unittest", TestFailed, 0.9, r"^(?:FAIL|ERROR): (?:(?P<test>test\w*) \((?P<suite>[\w.]+)\)|(?P<test2>(?:\w+\.)+test\w*)$)"),
     r("unittest.summary", "unittest", TestSummary, 0.8, r"^FAILED \((?:(?:SKIP|skipped|expected failures)=\d+, )?(?:failures|errors)=\d+"),
