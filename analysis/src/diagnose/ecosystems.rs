@@ -2250,6 +2250,8 @@ fn configuration_paths_credentials_and_files_in_the_tools_own_words() {
         "Error: Could not find or load main class com.acme.shop.Main",
         "ERROR: JAVA_HOME is set to an invalid directory: /usr/lib/jvm/java-99",
         "Error: ANDROID_HOME is not set and \"android\" command not in your PATH.",
+        // Gradle's own build script does not compile.
+        "FAILURE: Build failed with an exception.\n\n* Where:\nBuild file '/home/ci/shop/build.gradle' line: 12\n\n* What went wrong:\nCould not compile build file '/home/ci/shop/build.gradle'.\n> startup failed:",
         // Test runners pointed at paths that are not there.
         "ERROR: file or package not found: tests/unit",
         "ERROR: file not found: tests/test_basket.py",
