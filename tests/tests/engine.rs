@@ -154,8 +154,10 @@ async fn a_worker_restarted_with_its_id_resumes_its_predecessor_s_runs_at_once()
     let up_at = db.now().await;
     let resumed_at = db.committed_at(run, 1).await;
     let resume = (resumed_at - up_at).num_milliseconds();
+    // Well under the 60 s lease: a worker that waited for it would take
+    // a minute; a loaded 2-core machine has taken 6 s to do it at once.
     assert!(
-        resume <= 5_000,
+        resume <= 20_000,
         "resumed {resume} ms after the restarted worker was up"
     );
     assert!(

@@ -439,7 +439,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
                 h.fallback = true;
             }
         }
-        if tail == TailSays::TestsFailed && !tests_reported(&hits) {
+        if tail == TailSays::TestsFailed && !test_report_read(&hits) {
             hits.clear();
             seen_lines.truncate(seen_before);
         }
@@ -1358,6 +1358,19 @@ fn tests_reported(hits: &[Hit]) -> bool {
     hits.iter()
         .any(|h| rules::RULES[h.rule].kind.reports_tests())
 }
+
+/// Whether a line read is a test runner's report, of failed tests or of
+/// tests that errored (Surefire's `Tests in error:`, `Failures: 0,
+/// Errors: 2`: a report, though what it reports is a crash).
+fn test_report_read(hits: &[Hit]) -> bool {
+    hits.iter().any(|h| {
+        let r = &rules::RULES[h.rule];
+        r.kind.reports_tests() || r.kind == Kind::Crash && TEST_RUNNERS.contains(&r.tool)
+    })
+}
+
+/// The tools of the crash rules that read a test runner's report.
+const TEST_RUNNERS: [&str; 3] = ["surefire", "test runner", "xctest"];
 
 /// The kind of step a command (or a build tool's target, task or plugin)
 /// names. A property that skips a check (`-Dcheckstyle.skip=true`,

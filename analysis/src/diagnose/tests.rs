@@ -1286,3 +1286,55 @@ fn a_compiler_error_while_the_job_installs_its_dependencies_is_the_dependency_s(
         assert_eq!(d.category, Category::CodeError, "{cmd}: {d:#?}");
     }
 }
+
+/// A Maven build whose Surefire report says tests errored, followed by the
+/// build's generic `[ERROR]` footer (the block the hand-set ranking reads).
+const SUREFIRE_ERRORS_THEN_FOOTER: &str = concat!(
+    "Running com.acme.shop.cart.CartSuite\n",
+    "Tests run: 12, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.41 sec - in com.acme.shop.cart.CartSuite\n",
+    "Running com.acme.shop.ledger.LedgerSuite\n",
+    "Skipping the ledger's export tests: no export directory configured.\n",
+    "Tests run: 7, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.08 sec - in com.acme.shop.ledger.LedgerSuite\n",
+    "\n",
+    "Results :\n",
+    "\n",
+    "Tests in error: \n",
+    "  LedgerTest.post:88 » IllegalState ledger closed before posting\n",
+    "  LedgerTest.reverse:120 » IllegalState ledger closed before posting\n",
+    "\n",
+    "Tests run: 212, Failures: 0, Errors: 2, Skipped: 0\n",
+    "\n",
+    "[INFO] ------------------------------------------------------------------------\n",
+    "[INFO] Reactor Summary:\n",
+    "[INFO] \n",
+    "[INFO] Shop core .......................................... FAILURE [01:48 min]\n",
+    "[INFO] Shop web ........................................... SKIPPED\n",
+    "[INFO] ------------------------------------------------------------------------\n",
+    "[INFO] BUILD FAILURE\n",
+    "[INFO] ------------------------------------------------------------------------\n",
+    "[INFO] Total time: 01:51 min\n",
+    "[INFO] Finished at: 2016-05-02T10:14:13+00:00\n",
+    "[INFO] Final Memory: 24M/310M\n",
+    "[INFO] ------------------------------------------------------------------------\n",
+    "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-surefire-plugin:2.18.1:test (default-test) on project shop-core: There are test failures.\n",
+    "[ERROR] \n",
+    "[ERROR] Please refer to /home/travis/build/acme/shop/core/target/surefire-reports for the individual test results.\n",
+    "[ERROR] -> [Help 1]\n",
+    "[ERROR] \n",
+    "[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n",
+    "[ERROR] Re-run Maven using the -X switch to enable full debug logging.\n",
+    "[ERROR] \n",
+    "[ERROR] For more information about the errors and possible solutions, please read the following articles:\n",
+    "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n",
+    "\n",
+    "The command \"mvn test -B\" exited with 1.\n",
+    "\n",
+    "Done. Your build exited with 1.\n",
+);
+
+#[test]
+fn a_report_of_tests_in_error_is_read_when_the_block_read_is_maven_s_footer() {
+    let d = diagnose(&excerpt_of_text(SUREFIRE_ERRORS_THEN_FOOTER));
+    assert_eq!(d.category, Category::CodeError, "{d:#?}");
+    assert!(d.decided_by.starts_with("surefire."), "{d:#?}");
+}
