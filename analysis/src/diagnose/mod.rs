@@ -227,6 +227,18 @@ struct Hit {
     captures: HashMap<&'static str, String>,
 }
 
+impl Hit {
+    /// The hit read as the dependency's rule `rule`: its file is no longer
+    /// the project's, and what its place did to its weight (read in the
+    /// log's tail, read aside) is kept.
+    fn becomes(&mut self, rule: usize) {
+        let scale = self.weight / (rules::RULES[self.rule].weight * WEIGHT_SCALE);
+        self.rule = rule;
+        self.weight = rules::RULES[rule].weight * WEIGHT_SCALE * scale;
+        self.captures.remove("file");
+    }
+}
+
 /// Names of the capture groups that carry facts; numbered variants
 /// (`pkg2`, `line2`) fold into the base name.
 const FACT_GROUPS: [&str; 12] = [
@@ -570,10 +582,7 @@ fn install_step(hits: &mut [Hit], excerpt: &Excerpt) {
         h.line_no < first.line_no
             && matches!(rules::RULES[h.rule].kind, Kind::Compile | Kind::Crash)
     }) {
-        let scale = h.weight / (rules::RULES[h.rule].weight * WEIGHT_SCALE);
-        h.rule = COMPILED.install_step;
-        h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE * scale;
-        h.captures.remove("file");
+        h.becomes(COMPILED.install_step);
     }
 }
 
@@ -709,12 +718,7 @@ fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
             .max_by_key(|(no, _)| *no)
             .map(|(_, f)| f);
         if nearest.is_some_and(|f| f.contains("/node_modules/")) {
-            // Keep what the hit's place did to its weight (read in the
-            // log's tail, read aside).
-            let scale = h.weight / (rules::RULES[h.rule].weight * WEIGHT_SCALE);
-            h.rule = COMPILED.vendored;
-            h.weight = rules::RULES[h.rule].weight * WEIGHT_SCALE * scale;
-            h.captures.remove("file");
+            h.becomes(COMPILED.vendored);
         }
     }
 }

@@ -354,8 +354,6 @@ pub const RULES: &[Rule] = &[
     r("python.exception", "python", Crash, 0.8, r"^(?P<code>(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|FileNotFoundError|OSError|UnicodeDecodeError|UnicodeEncodeError)): (?P<msg>.+)$"),
     // pytest prints the exception that ended a test behind `E`.
     r("pytest.exception", "pytest", Crash, 0.8, r"^E\s+(?P<code>(?:\w+\.)*(?:TypeError|AttributeError|NameError|KeyError|IndexError|ValueError|ZeroDivisionError|UnboundLocalError|RecursionError|NotImplementedError|RuntimeError|UnicodeDecodeError|UnicodeEncodeError))\b|^E\s+fixture '(?P<test>[^']+)' not found$"),
-    // The linkage errors of a JVM: a class or method of one library
-    // version called by code built against another.
     // A native addon built for another Node ABI, or never built; .NET's
     // loader finding another version of an assembly than the one compiled
     // against.
@@ -363,6 +361,8 @@ pub const RULES: &[Rule] = &[
     r("dotnet.linkage_conflict", "dotnet", Dependency, 0.7, r"\bSystem\.(?P<code>DllNotFoundException|TypeLoadException|MissingMethodException|MissingFieldException|BadImageFormatException)\b"),
     // PHP requiring Composer's autoloader that `composer install` never wrote.
     r("php.autoload_missing", "composer", Dependency, 0.9, r"Failed opening required '(?P<file>[^']*vendor/autoload\.php)'|require(?:_once)?\((?P<file2>[^)]*vendor/autoload\.php)\): [Ff]ailed to open stream"),
+    // The linkage errors of a JVM: a class or method of one library
+    // version called by code built against another.
     r("jvm.linkage_conflict", "jvm", Dependency, 0.7, r"\bjava\.lang\.(?P<code>NoSuchMethodError|NoSuchFieldError|AbstractMethodError|NoClassDefFoundError|IncompatibleClassChangeError|UnsatisfiedLinkError)\b|\bDLL load failed\b|\bLibrary not loaded: "),
     r("python.traceback", "python", Crash, 0.5, r"^Traceback \(most recent call last\):$"),
     // A script that ran a command and raised because it failed: the cause
@@ -725,10 +725,13 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     // Ruby printing a load error as the uncaught error it is.
     ("ruby.load_error", "ruby.uncaught"),
     ("bundler.install", "ruby.uncaught"),
+    // A built-in the runtime lacks, over the bare TypeError (which the
+    // other runtimes' rules read too).
     ("js.runtime_version", "js.uncaught"),
     ("js.runtime_version", "python.exception"),
     ("js.runtime_version", "ruby.exception"),
     ("js.runtime_version", "julia.error"),
+    // An addon's build output missing is the addon's, not the project's.
     ("node.native_abi_conflict", "node.missing_own_module"),
     ("node.native_abi_conflict", "dep.vendored_error"),
     ("r.missing_package", "r.error"),
