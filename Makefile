@@ -80,7 +80,7 @@ eval: setup build-release
 		echo "== the blind check (the honest figures): $(SHARED)/eval/score_blind.sh"; \
 		bash $(SHARED)/eval/score_blind.sh ./target/release; \
 	else echo "== no blind check: $(SHARED)/eval/score_blind.sh is absent"; fi
-	@echo "== the readable unseen set (data/unseen-readable: 55 logs of 51 other projects, self-labelled; read while writing rules since session 27)"
+	@echo "== the readable unseen set (data/unseen-readable: 58 logs of 54 other projects, self-labelled; read while writing rules since session 27)"
 	@d=$$(mktemp -d) && python3 data/unseen-readable/to_logchunks.py $$d && \
 		./target/release/faultline eval $$d 2>&1 | grep -v -E '^\s*$$' | grep -v -E 'logs?/|\.log' ; \
 		if [ -f $(SHARED)/eval/score_excerpts.py ]; then \
