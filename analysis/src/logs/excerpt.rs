@@ -797,4 +797,32 @@ mod tests {
             texts(&t)
         );
     }
+
+    #[test]
+    fn a_step_that_printed_only_its_wrappers_words_shows_them() {
+        // An install whose only output is the package manager's own
+        // `npm ERR!` lines: they are the failure, not a pointer elsewhere.
+        let log = format!(
+            "{}$ npm install\n\
+             npm ERR! code ELIFECYCLE\n\
+             npm ERR! errno 2\n\
+             npm ERR! shop@1.0.0 postinstall: `bower install`\n\
+             npm ERR! Exit status 2\n\
+             npm ERR!\n\
+             npm ERR! Failed at the shop@1.0.0 postinstall script.\n\
+             npm ERR! This is probably not a problem with npm.\n\
+             The command \"npm install\" failed and exited with 1 during .\n\
+             Your build has been stopped.\n",
+            noise(40)
+        );
+        let ex = run(&log);
+        let texts: Vec<&str> = ex.lines.iter().map(|l| l.text.as_str()).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("Failed at the shop@1.0.0 postinstall")),
+            "{texts:?}"
+        );
+        assert!(texts.iter().all(|t| t.starts_with("npm ERR!")), "{texts:?}");
+    }
 }

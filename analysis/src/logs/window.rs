@@ -622,8 +622,27 @@ impl<'o> State<'o> {
             .iter()
             .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
             .collect();
+        let wrapped = lines.len();
         while lines.last().is_some_and(|h| h.info.wrapper) {
             lines.pop();
+        }
+        if lines.is_empty() && wrapped > 0 {
+            // Nothing but the wrapper's own words (`npm ERR! code
+            // ELIFECYCLE`, `npm ERR! Failed at the x postinstall script`):
+            // they are the step's last words. Its lines with failure words
+            // of their own, not just its prefix, say what failed.
+            lines = self
+                .ring
+                .iter()
+                .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
+                .collect();
+            let floor = lines
+                .iter()
+                .map(|h| h.info.score)
+                .fold(f32::INFINITY, f32::min);
+            if lines.iter().any(|h| h.info.score > floor) {
+                lines.retain(|h| h.info.score > floor);
+            }
         }
         // The step's last paragraph, at most TAIL lines.
         let mut skip = lines.len().saturating_sub(TAIL);
