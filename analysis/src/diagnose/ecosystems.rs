@@ -3029,3 +3029,17 @@ fn pytest_s_summary_in_the_seconds_form_older_releases_print() {
         diagnosed_by(summary, Category::TestFailure, "pytest.summary");
     }
 }
+
+#[test]
+fn decrypting_with_keys_the_job_was_not_given_is_its_configuration() {
+    for log in [
+        // openssl with `-K $encrypted_key -iv $encrypted_iv` both empty.
+        "$ openssl aes-256-cbc -K -iv -in deploy_key.enc -out deploy_key -d\niv undefined",
+        // openssl with keys that do not fit the file.
+        "bad decrypt\n140152389617312:error:06065064:digital envelope routines:EVP_DecryptFinal_ex:bad decrypt:evp_enc.c:529:",
+        // gpg without the private key.
+        "gpg: encrypted with RSA key, ID 5F3A9C21\ngpg: decryption failed: No secret key",
+    ] {
+        diagnosed_by(log, Category::ConfigError, "env.decrypt");
+    }
+}

@@ -635,6 +635,11 @@ pub const RULES: &[Rule] = &[
     // A cloud's, a registry's or a CLI's credentials the job was to be
     // given (a secret not passed, a login not done).
     r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions"),
+    // Decrypting a file with keys the job was not given (a pull request
+    // from a fork gets no secrets): openssl's `-K $key -iv $iv` with both
+    // empty reads `-iv` as the key and says `iv undefined`; wrong keys end
+    // in `bad decrypt`; gpg without the private key says so.
+    r("env.decrypt", "credentials", Config, 0.9, r"^iv undefined$|^bad decrypt$|:EVP_DecryptFinal(?:_ex)?:bad decrypt\b|^gpg: decryption failed: (?:No secret key|Bad session key)$"),
     r("path.missing_file", "build script", Config, 0.5, r"(?i)^(?:error: )?(?:can't open|cannot (?:open|find|stat)|could not (?:open|find)) (?:file )?['`\x22]?(?P<file>[\w./-]+)['`\x22]?(?::| \()? (?:No such file or directory|not found|\(No such file)|\bENOENT\b.*(?:open|stat|scandir) '(?P<file2>[^']+)'"),
     // Rails refusing to run against a database the job did not set up:
     // its configuration names no database for the environment, the
