@@ -3043,3 +3043,24 @@ fn decrypting_with_keys_the_job_was_not_given_is_its_configuration() {
         diagnosed_by(log, Category::ConfigError, "env.decrypt");
     }
 }
+
+#[test]
+fn a_connection_a_logger_noted_below_the_error_level_is_not_why_tests_failed() {
+    // The program warned and went on; the test failed on its assertion.
+    diagnosed_by(
+        "Running com.acme.shop.ServerTest\n\
+         WARNING: Failed to restart: java.net.ConnectException: Connection refused\n\
+         Tests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 2.1 sec <<< FAILURE!\n\
+         testStart(com.acme.shop.ServerTest)  Time elapsed: 0.1 sec  <<< FAILURE!\n\
+         java.lang.AssertionError: expected:<1> but was:<2>\n\
+         \tat org.junit.Assert.fail(Assert.java:88)",
+        Category::TestFailure,
+        "surefire.case",
+    );
+    // A retry warning says the operation that follows failed for it.
+    diagnosed(
+        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f3c>: Failed to establish a new connection: [Errno 111] Connection refused')': /simple/shopcart/\n\
+         ERROR: Could not find a version that satisfies the requirement shopcart==1.2 (from versions: none)",
+        Category::InfraError,
+    );
+}

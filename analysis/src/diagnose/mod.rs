@@ -492,6 +492,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         let before = hits.len();
         collect(&mut hits, *no, text);
+        drop_quiet_infra(&mut hits, before, text);
         if after_footer(*no) {
             hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
                 .for_each(drop);
@@ -909,12 +910,40 @@ static SKIP_NOTICE: LazyLock<Regex> = LazyLock::new(|| {
 fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, clean: &str) {
     let before = hits.len();
     collect(hits, line_no, clean.trim());
+    drop_quiet_infra(hits, before, clean);
     match trace.step(line_no, clean) {
         Logged::No => {}
         Logged::Error => hits
             .extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Crash)
             .for_each(drop),
         Logged::Warning => hits.truncate(before),
+    }
+}
+
+/// A logger's record below the error level (`WARNING: Failed to restart:
+/// java.net.ConnectException: Connection refused`, `[WARNING] Could not
+/// transfer metadata … Connect to repo…`, `10:00:01 DEBUG [main] - … Read
+/// timed out`): the program noted a connection it could not make and went
+/// on — passing runs print the same (BugSwarm: `network.connect` reads
+/// lines of 11 repositories' passing logs, of 6 repositories' failing
+/// ones). Not when it says it will retry (`WARNING: Retrying (Retry(total=4
+/// …)) after connection broken by …`): the operation that followed failed
+/// for that reason.
+static QUIET_RECORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:\S+\s+){0,4}?\[?(?:warn(?:ing)?|debug|trace)\b\]?:?\s")
+        .expect("built-in pattern compiles")
+});
+static RETRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bretry|\bretrying\b|\bretries\b|\battempt\b")
+        .expect("built-in pattern compiles")
+});
+
+/// Drops the network's and the machine's findings (`hits[before..]`, read
+/// on `text`) when `text` is a [`QUIET_RECORD`].
+fn drop_quiet_infra(hits: &mut Vec<Hit>, before: usize, text: &str) {
+    if QUIET_RECORD.is_match(text) && !RETRY.is_match(text) && !NOT_A_RECORD.is_match(text) {
+        hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
+            .for_each(drop);
     }
 }
 

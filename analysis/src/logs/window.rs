@@ -617,25 +617,21 @@ impl<'o> State<'o> {
     /// Error 1`, `error Command failed`) point at what precedes them.
     fn keep_tail(&mut self, footer: Option<(Footer, u64)>) {
         let start = self.step_start_no;
-        let mut lines: Vec<&Held> = self
+        let step: Vec<&Held> = self
             .ring
             .iter()
             .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
             .collect();
-        let wrapped = lines.len();
+        let mut lines = step.clone();
         while lines.last().is_some_and(|h| h.info.wrapper) {
             lines.pop();
         }
-        if lines.is_empty() && wrapped > 0 {
+        if lines.is_empty() {
             // Nothing but the wrapper's own words (`npm ERR! code
             // ELIFECYCLE`, `npm ERR! Failed at the x postinstall script`):
             // they are the step's last words. Its lines with failure words
             // of their own, not just its prefix, say what failed.
-            lines = self
-                .ring
-                .iter()
-                .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
-                .collect();
+            lines = step;
             let floor = lines
                 .iter()
                 .map(|h| h.info.score)
