@@ -492,8 +492,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         let before = hits.len();
         collect(&mut hits, *no, text);
-        drop_quiet_infra(&mut hits, before, text);
-        if after_footer(*no) {
+        if after_footer(*no) || quiet_record(text) {
             hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
                 .for_each(drop);
         }
@@ -910,7 +909,10 @@ static SKIP_NOTICE: LazyLock<Regex> = LazyLock::new(|| {
 fn collect_traced(hits: &mut Vec<Hit>, trace: &mut LoggedTrace, line_no: u64, clean: &str) {
     let before = hits.len();
     collect(hits, line_no, clean.trim());
-    drop_quiet_infra(hits, before, clean);
+    if quiet_record(clean) {
+        hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
+            .for_each(drop);
+    }
     match trace.step(line_no, clean) {
         Logged::No => {}
         Logged::Error => hits
@@ -938,13 +940,10 @@ static RETRY: LazyLock<Regex> = LazyLock::new(|| {
         .expect("built-in pattern compiles")
 });
 
-/// Drops the network's and the machine's findings (`hits[before..]`, read
-/// on `text`) when `text` is a [`QUIET_RECORD`].
-fn drop_quiet_infra(hits: &mut Vec<Hit>, before: usize, text: &str) {
-    if QUIET_RECORD.is_match(text) && !RETRY.is_match(text) && !NOT_A_RECORD.is_match(text) {
-        hits.extract_if(before.., |h| rules::RULES[h.rule].kind == Kind::Infra)
-            .for_each(drop);
-    }
+/// Whether `text` is a [`QUIET_RECORD`] that does not retry: its network
+/// and machine findings are not read.
+fn quiet_record(text: &str) -> bool {
+    QUIET_RECORD.is_match(text) && !RETRY.is_match(text) && !NOT_A_RECORD.is_match(text)
 }
 
 /// A logger's record (`12:00:01.234 [main] ERROR c.a.Pool - msg`,

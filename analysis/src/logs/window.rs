@@ -617,21 +617,18 @@ impl<'o> State<'o> {
     /// Error 1`, `error Command failed`) point at what precedes them.
     fn keep_tail(&mut self, footer: Option<(Footer, u64)>) {
         let start = self.step_start_no;
-        let step: Vec<&Held> = self
+        let mut lines: Vec<&Held> = self
             .ring
             .iter()
             .filter(|h| h.no > start && !h.info.boundary && h.info.score >= 0.0 && !h.known)
             .collect();
-        let mut lines = step.clone();
-        while lines.last().is_some_and(|h| h.info.wrapper) {
-            lines.pop();
-        }
-        if lines.is_empty() {
+        if let Some(last) = lines.iter().rposition(|h| !h.info.wrapper) {
+            lines.truncate(last + 1);
+        } else {
             // Nothing but the wrapper's own words (`npm ERR! code
             // ELIFECYCLE`, `npm ERR! Failed at the x postinstall script`):
             // they are the step's last words. Its lines with failure words
             // of their own, not just its prefix, say what failed.
-            lines = step;
             let floor = lines
                 .iter()
                 .map(|h| h.info.score)
