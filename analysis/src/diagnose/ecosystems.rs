@@ -3064,3 +3064,67 @@ fn a_connection_a_logger_noted_below_the_error_level_is_not_why_tests_failed() {
         Category::InfraError,
     );
 }
+
+#[test]
+fn an_error_thrown_inside_a_dependency_that_the_project_never_called_is_the_dependencys() {
+    // A build tool's plugin that no longer loads: every frame is
+    // node_modules' or Node's own.
+    diagnosed_by(
+        "TypeError: Cannot read property 'bind' of undefined\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/node_modules/gulp-widgets/index.js:10:20)\n    \
+         at Module._compile (module.js:570:32)\n    \
+         at require (internal/module.js:20:19)\n    \
+         at Liftoff.handleArguments (/home/travis/build/acme/shop/node_modules/gulp-cli/index.js:148:3)\n\n\
+         The command \"gulp build\" exited with 1.",
+        Category::DependencyError,
+        "dep.vendored_error",
+    );
+    // A gem calling a method its own dependency removed.
+    diagnosed_by(
+        "NoMethodError: undefined method `last_thing' for #<Taskr::Application:0x0000>\n\
+         /home/travis/.rvm/gems/ruby-2.3.1/gems/specr-core-3.4.4/lib/specr/core/task.rb:12:in `block'\n\
+         /home/travis/.rvm/gems/ruby-2.3.1/gems/taskr-11.0.1/lib/taskr/task.rb:40:in `execute'\n\n\
+         The command \"bundle exec taskr\" exited with 1.",
+        Category::DependencyError,
+        "dep.vendored_error",
+    );
+    // Through the worker's excerpt, which drops the blank lines a job's
+    // output can hold between a trace's lines.
+    let log = "$ gulp build\n[10:01:02] Using gulpfile ~/build/acme/shop/gulpfile.js\n\
+               TypeError: Cannot read property 'bind' of undefined\n\n    \
+               at Object.<anonymous> (/home/travis/build/acme/shop/node_modules/gulp-widgets/index.js:10:20)\n\n    \
+               at Module._compile (module.js:570:32)\n\n\
+               The command \"gulp build\" exited with 1.\n\nDone. Your build exited with 1.\n";
+    let d = super::diagnose(&excerpt_of_text(log));
+    assert_eq!(d.category, Category::DependencyError, "{d:#?}");
+    // RubyGems finding no gem for an executable is a dependency too.
+    diagnosed(
+        "/home/travis/.rvm/rubies/ruby-2.5.3/lib/ruby/2.5.0/rubygems.rb:289:in `find_spec_for_exe': can't find gem bundler (>= 0.a) with executable bundle (Gem::GemNotFoundException)",
+        Category::DependencyError,
+    );
+    // The same error on its way through the project's own file is the
+    // project's: the library may be refusing what it was given.
+    diagnosed(
+        "TypeError: Cannot read property 'bind' of undefined\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/node_modules/gulp-widgets/index.js:10:20)\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/gulpfile.js:3:12)\n\n\
+         The command \"gulp build\" exited with 1.",
+        Category::CodeError,
+    );
+    diagnosed(
+        "NoMethodError: undefined method `name' for nil:NilClass\n\
+         /home/travis/.rvm/gems/ruby-2.3.1/gems/widgets-1.0.0/lib/widgets.rb:12:in `render'\n\
+         ./spec/shop_spec.rb:8:in `block (2 levels) in <top (required)>'\n\n\
+         The command \"bundle exec rspec\" exited with 1.",
+        Category::CodeError,
+    );
+    // Python is left alone: a project installed into its own
+    // site-packages shows its own code there.
+    not_diagnosed(
+        "Traceback (most recent call last):\n  \
+         File \"/home/travis/virtualenv/python3.6/lib/python3.6/site-packages/shop/cart.py\", line 3, in total\n    \
+         return sum(prices)\n\
+         TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        Category::DependencyError,
+    );
+}

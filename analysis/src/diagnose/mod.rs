@@ -533,7 +533,10 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     install_step(&mut hits, excerpt);
     let missing_module = hits.iter().any(|h| h.rule == COMPILED.no_module);
     let syntax = hits.iter().any(|h| COMPILED.syntax.contains(&h.rule));
-    if missing_module || syntax {
+    let crash = hits
+        .iter()
+        .any(|h| rules::RULES[h.rule].kind == Kind::Crash);
+    if missing_module || syntax || crash {
         // The lines read, once, for the passes that look around a hit.
         let lines: Vec<(u64, String)> = excerpt
             .read_lines()
@@ -548,6 +551,9 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         if syntax {
             vendored_syntax(&mut hits, &lines);
+        }
+        if crash {
+            vendored_crash(&mut hits, &lines);
         }
     }
     hits
@@ -675,13 +681,22 @@ pub fn diagnose_text(text: &str) -> Diagnosis {
         let texts: Vec<_> = text.lines().map(clean_line).collect();
         own_modules(&mut hits, &texts);
     }
-    if hits.iter().any(|h| COMPILED.syntax.contains(&h.rule)) {
+    let syntax = hits.iter().any(|h| COMPILED.syntax.contains(&h.rule));
+    let crash = hits
+        .iter()
+        .any(|h| rules::RULES[h.rule].kind == Kind::Crash);
+    if syntax || crash {
         let lines: Vec<(u64, String)> = text
             .lines()
             .enumerate()
             .map(|(i, l)| (i as u64 + 1, clean_line(l).trim().to_string()))
             .collect();
-        vendored_syntax(&mut hits, &lines);
+        if syntax {
+            vendored_syntax(&mut hits, &lines);
+        }
+        if crash {
+            vendored_crash(&mut hits, &lines);
+        }
     }
     diagnose_hits(hits, None, None)
 }
@@ -718,6 +733,89 @@ fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
             .max_by_key(|(no, _)| *no)
             .map(|(_, f)| f);
         if nearest.is_some_and(|f| f.contains("/node_modules/")) {
+            h.becomes(COMPILED.vendored);
+        }
+    }
+}
+
+/// A stack frame that names its file, in the runtimes that print the
+/// innermost frame first: Node (`at f (/path/x.js:1:2)`), Ruby (`/path/x.rb:1:in
+/// 'f'`, `from /path/x.rb:1:in`) and PHP (`#0 /path/x.php(1): f()`).
+static FRAME_FILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^at (?:.*?\()?(?P<js>[^()\s]+?):\d+(?::\d+)?\)?$",
+        r"|^(?:from )?(?P<rb>\S+?\.rb):\d+:in ",
+        r"|^#\d+ (?P<php>/\S+?\.php)\(\d+\)",
+    ))
+    .expect("built-in pattern compiles")
+});
+
+/// A frame's file in the project's checkout: under a CI workspace, or
+/// relative to the project's root (`./spec/x_spec.rb`, `test/x.js`);
+/// Node's own modules (`internal/…`, `node:…`) are the runtime's.
+fn project_file(file: &str) -> bool {
+    static WORKSPACE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:/home/travis/build/|/home/runner/work/|/builds/|/__w/|/github/workspace|/var/lib/jenkins/workspace/|\./|[\w.-]+/)")
+            .expect("built-in pattern compiles")
+    });
+    WORKSPACE.is_match(file)
+        && !VENDORED.is_match(file)
+        && !file.starts_with("internal/")
+        && !file.starts_with("node:")
+}
+
+/// How many lines below an error its first frame may stand (a source
+/// line and a caret between).
+const FIRST_FRAME_SPAN: usize = 2;
+
+/// How far apart two lines of one trace may stand in the log.
+const FRAME_GAP: u64 = 3;
+
+/// An uncaught error thrown inside a third-party tree (`node_modules`, a
+/// gem, `vendor/`) whose trace passes through none of the project's files
+/// is the dependency failing on its own — the rubric's "broken upstream
+/// release": a build tool's plugin that no longer loads, a gem calling an
+/// API its dependency removed. A trace that passes through the project
+/// (a test, a gulpfile, a Rakefile) stays the project's: the library may
+/// be refusing what the project gave it. Python is left out: a project
+/// installed into its own `site-packages` (setup.py, tox) shows its own
+/// code there (BugSwarm: 6 tests-failed logs of 3 repositories would read
+/// DEPENDENCY; docs/diagnosis-model.md, session 30).
+fn vendored_crash(hits: &mut [Hit], lines: &[(u64, String)]) {
+    let frame = |t: &str| {
+        FRAME_FILE.captures(t).and_then(|c| {
+            c.name("js")
+                .or_else(|| c.name("rb"))
+                .or_else(|| c.name("php"))
+                .map(|m| m.as_str().to_string())
+        })
+    };
+    for h in hits
+        .iter_mut()
+        .filter(|h| rules::RULES[h.rule].kind == Kind::Crash)
+    {
+        let Some(at) = lines.iter().position(|(no, _)| *no == h.line_no) else {
+            continue;
+        };
+        // Innermost first: Ruby names it on the error's own line, Node
+        // and PHP on the lines below.
+        let mut files: Vec<String> = frame(&lines[at].1).into_iter().collect();
+        for (i, (no, text)) in lines.iter().enumerate().skip(at + 1) {
+            // The next line of the log, or one a blank or two away (the
+            // excerpt drops blank lines).
+            if !(1..=FRAME_GAP).contains(&no.saturating_sub(lines[i - 1].0)) {
+                break;
+            }
+            match frame(text) {
+                Some(f) => files.push(f),
+                None if files.is_empty() && i - at <= FIRST_FRAME_SPAN => {}
+                None => break,
+            }
+        }
+        let Some(innermost) = files.first() else {
+            continue;
+        };
+        if VENDORED.is_match(innermost) && !files.iter().any(|f| project_file(f)) {
             h.becomes(COMPILED.vendored);
         }
     }
