@@ -13,6 +13,14 @@ use serde::Deserialize;
 
 pub const CATEGORIES_FILE: &str = "categories.jsonl";
 
+/// The labelled failure lines of a LogChunks-format set: one
+/// `{"log": …, "chunk": "…"}` per line.
+pub const CHUNKS_FILE: &str = "labels.jsonl";
+
+/// How many of a log's last lines its labeller saw beside the chunk
+/// (`../shared/eval/category-rubric.md`: "`log_tail` is the last 25 lines").
+pub const LABELLED_TAIL: usize = 25;
+
 /// One labelled log.
 #[derive(Debug, Clone)]
 pub struct Labelled {
@@ -87,6 +95,71 @@ pub fn load(dir: &Path, limit: Option<usize>) -> anyhow::Result<Vec<Labelled>> {
     Ok(rows)
 }
 
+/// The logs as their labellers read them: the lines marked as the
+/// failure (every chunk `CHUNKS_FILE` holds for the log), then the log's
+/// last [`LABELLED_TAIL`] lines. Each row's log is rewritten into `into`
+/// and its path pointed there. Run through the pipeline, this measures how
+/// the diagnosis classifies the lines a person chose, apart from how the
+/// excerpt chooses them.
+pub fn labelled_view(dir: &Path, rows: &mut [Labelled], into: &Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    #[derive(Deserialize)]
+    struct Chunk {
+        log: String,
+        chunk: String,
+    }
+    let file = dir.join(CHUNKS_FILE);
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "the labelled view needs {}: one {{\"log\": …, \"chunk\": …}} per line",
+            file.display()
+        )
+    })?;
+    let mut chunks: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let c: Chunk = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not a labelled chunk", file.display(), i + 1))?;
+        chunks.entry(c.log).or_default().push(c.chunk);
+    }
+    std::fs::create_dir_all(into)
+        .with_context(|| format!("failed to create {}", into.display()))?;
+    for (i, row) in rows.iter_mut().enumerate() {
+        let marked = chunks
+            .get(&row.log)
+            .with_context(|| format!("{} marks no failure lines of {}", file.display(), row.log))?;
+        let mut raw = Vec::new();
+        let f = std::fs::File::open(&row.path)
+            .with_context(|| format!("failed to read {}", row.path.display()))?;
+        let mut reader = std::io::BufReader::new(f);
+        let gzip = {
+            use std::io::BufRead;
+            reader.fill_buf()?.starts_with(&[0x1f, 0x8b])
+        };
+        if gzip {
+            flate2::read::MultiGzDecoder::new(reader).read_to_end(&mut raw)
+        } else {
+            reader.read_to_end(&mut raw)
+        }
+        .with_context(|| format!("failed to read {}", row.path.display()))?;
+        let raw = String::from_utf8_lossy(&raw);
+        let lines: Vec<&str> = raw.lines().collect();
+        let mut view = marked.join("\n");
+        for l in &lines[lines.len().saturating_sub(LABELLED_TAIL)..] {
+            view.push('\n');
+            view.push_str(l);
+        }
+        view.push('\n');
+        let path = into.join(format!("{i}.log"));
+        std::fs::write(&path, view)
+            .with_context(|| format!("failed to write {}", path.display()))?;
+        row.path = path;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +198,46 @@ mod tests {
         .unwrap();
         let err = load(&dir, None).unwrap_err().to_string();
         assert!(err.contains("FLAKY"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_labelled_view_is_the_marked_lines_and_the_last_lines() {
+        let dir = scratch("faultline-eval-view");
+        let mut log: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+        log.push_str("The command \"make\" exited with 2.\n");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, log.as_bytes()).unwrap();
+        std::fs::write(dir.join("a.log.gz"), gz.finish().unwrap()).unwrap();
+        std::fs::write(
+            dir.join(CATEGORIES_FILE),
+            "{\"log\": \"a.log.gz\", \"category\": \"CODE_ERROR\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(CHUNKS_FILE),
+            "{\"log\": \"a.log.gz\", \"chunk\": \"line 3\\nline 4\"}\n",
+        )
+        .unwrap();
+        let mut rows = load(&dir, None).unwrap();
+        let into = dir.join("view");
+        labelled_view(&dir, &mut rows, &into).unwrap();
+        let view = std::fs::read_to_string(&rows[0].path).unwrap();
+        let lines: Vec<&str> = view.lines().collect();
+        assert_eq!(&lines[..3], &["line 3", "line 4", "line 17"], "{view}");
+        assert_eq!(lines.len(), 2 + LABELLED_TAIL);
+        assert_eq!(lines.last(), Some(&"The command \"make\" exited with 2."));
+        // A log the chunks do not mark is an error, not a silent skip.
+        std::fs::write(
+            dir.join(CHUNKS_FILE),
+            "{\"log\": \"b.log\", \"chunk\": \"x\"}\n",
+        )
+        .unwrap();
+        let mut rows = load(&dir, None).unwrap();
+        let err = labelled_view(&dir, &mut rows, &into)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a.log.gz"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

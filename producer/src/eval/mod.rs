@@ -64,6 +64,11 @@ pub struct EvalArgs {
     /// Give up when no analysis finishes for this many seconds.
     #[arg(long, default_value_t = 600)]
     pub stall_timeout: u64,
+    /// Analyse each log as its labeller read it: the lines labels.jsonl
+    /// marks as the failure, then the log's last 25 lines. What is then
+    /// wrong is how those lines are classified, not which were read.
+    #[arg(long, env = "FAULTLINE_EVAL_LABELLED_VIEW")]
+    pub labelled_view: bool,
 }
 
 /// One configuration, ready to run: its workers' environment and the
@@ -79,7 +84,21 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         bail!("--workers must be at least 1");
     }
     // Everything that can be wrong with the input fails before anything starts.
-    let rows = data::load(&args.data_dir, args.limit)?;
+    let mut rows = data::load(&args.data_dir, args.limit)?;
+    let view = args
+        .labelled_view
+        .then(|| std::env::temp_dir().join(format!("faultline-eval-view-{}", std::process::id())));
+    if let Some(into) = &view {
+        data::labelled_view(&args.data_dir, &mut rows, into)?;
+    }
+    let outcome = run_rows(&args, &rows).await;
+    if let Some(into) = &view {
+        let _ = std::fs::remove_dir_all(into);
+    }
+    outcome
+}
+
+async fn run_rows(args: &EvalArgs, rows: &[Labelled]) -> anyhow::Result<ExitCode> {
     let settings = Settings::load(&Source::env()).context("invalid configuration")?;
     let specs: Vec<Spec> = std::iter::once(args.reasoner.clone())
         .chain(args.compare.clone())
@@ -104,7 +123,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         )?;
         let started = std::time::Instant::now();
         let outcome = tokio::select! {
-            r = evaluate(&mut scratch, plan, &settings, &rows, &args, &feed) => r,
+            r = evaluate(&mut scratch, plan, &settings, rows, args, &feed) => r,
             _ = interrupt.recv() => Err(anyhow::anyhow!("interrupted")),
             _ = terminate.recv() => Err(anyhow::anyhow!("terminated")),
         };
@@ -122,7 +141,10 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         [a, b] => Some(score::agreement(&a.results, &b.results)),
         _ => None,
     };
-    let data_dir = args.data_dir.display().to_string();
+    let mut data_dir = args.data_dir.display().to_string();
+    if args.labelled_view {
+        data_dir.push_str(", labelled view: the marked lines and the last 25");
+    }
     outln!(
         "{}",
         report::render(&data_dir, args.workers, &done, agreement.as_ref()).trim_end()
