@@ -3128,3 +3128,32 @@ fn an_error_thrown_inside_a_dependency_that_the_project_never_called_is_the_depe
         Category::DependencyError,
     );
 }
+
+#[test]
+fn what_a_step_that_exited_0_printed_is_not_why_another_step_failed() {
+    let lint = "$ npm run lint || true\n\n> shop@1.0.0 lint /home/travis/build/acme/shop\n> eslint src\n\n\
+                /home/travis/build/acme/shop/src/cart.js\n  \
+                3:8  error  'User' is defined but never used  no-unused-vars\n  \
+                9:1  error  Unexpected console statement      no-console\n\n\
+                ✖ 2 problems (2 errors, 0 warnings)\n\n\
+                The command \"npm run lint || true\" exited with 0.\n";
+    let log = format!(
+        "{lint}$ npm test\n\n> shop@1.0.0 test /home/travis/build/acme/shop\n> node test/run.js\n\n\
+         Running cart tests\ncart total with discount: got 90, wanted 100\n\
+         1 of 12 cart tests did not pass\n\n\
+         The command \"npm test\" exited with 1.\n\nDone. Your build exited with 1.\n"
+    );
+    let d = super::diagnose(&excerpt_of_text(&log));
+    assert!(
+        d.findings.iter().all(|f| f.kind != super::Kind::Lint),
+        "{d:#?}"
+    );
+    // No step's footer says it failed: the job may have failed on what
+    // the passed step printed (a script counting its lines afterwards).
+    let log = format!(
+        "{lint}$ test $(grep -c error lint.log) -eq 0\n\nDone. Your build exited with 1.\n"
+    );
+    let d = super::diagnose(&excerpt_of_text(&log));
+    assert_eq!(d.category, Category::CodeError, "{d:#?}");
+    assert!(d.decided_by.starts_with("eslint."), "{d:#?}");
+}

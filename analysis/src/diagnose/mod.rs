@@ -410,7 +410,12 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let mut hits: Vec<Hit> = Vec::new();
     // What a test printed before its runner said it passed is not why the
     // job failed (an expected exception's trace, a retried connection): it
-    // is not read at all.
+    // is not read at all. Nor, when a step's footer says it failed, is what
+    // another step printed before its footer said it exited 0 (a linter
+    // run with `|| true`). Without a failed step's footer the job may have
+    // failed on what a passed step printed (`cat build-errors.log`, then a
+    // script that counts its lines).
+    let step_failed = !excerpt.failed_steps.is_empty();
     let mut seen_lines: Vec<u64> = excerpt
         .read_lines()
         .iter()
@@ -418,7 +423,10 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         .chain(&excerpt.aside)
         .map(|l| l.line_no)
         .chain(excerpt.tail.iter().map(|(no, _)| *no))
-        .filter(|&no| crate::logs::passed::inside(&excerpt.passed, no))
+        .filter(|&no| {
+            crate::logs::passed::inside(&excerpt.passed, no)
+                || (step_failed && crate::logs::passed::inside(&excerpt.passed_steps, no))
+        })
         .collect();
     let mut trace = LoggedTrace::default();
     for l in excerpt.read_lines() {

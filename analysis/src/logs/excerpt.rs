@@ -98,6 +98,13 @@ pub struct Excerpt {
     /// [`super::passed::MAX_PASSED`], log order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed: Vec<(u64, u64)>,
+    /// Line ranges (first, last) of steps whose footer says they exited 0
+    /// (`The command "npm run lint || true" exited with 0.`): from the
+    /// command's echo, or the footer before, to the footer. What a step
+    /// printed is not why the job failed when the step passed (at most
+    /// [`MAX_PASSED_STEPS`], log order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed_steps: Vec<(u64, u64)>,
     /// Every candidate block, ranked or not, with the quantities the
     /// ranker reads: only with [`ExcerptOptions::candidates`] (training).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -132,6 +139,8 @@ pub const MAX_FAILED_STEPS: usize = 4;
 pub const TAIL_LINES: usize = 16;
 /// Most lines of other blocks an [`Excerpt`] records aside.
 pub const MAX_ASIDE: usize = 24;
+/// Most passed steps an [`Excerpt`] records.
+pub const MAX_PASSED_STEPS: usize = 256;
 /// Most located report lines an [`Excerpt`] records.
 pub const MAX_REPORTED: usize = 200;
 

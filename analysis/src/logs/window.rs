@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
 use super::excerpt::{
-    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS, MAX_REPORTED,
-    TAIL_LINES,
+    Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS,
+    MAX_PASSED_STEPS, MAX_REPORTED, TAIL_LINES,
 };
 use super::ranker::Candidate;
 use super::score::{
@@ -294,6 +294,8 @@ pub(super) struct State<'o> {
     /// The command echoed at the start of the current step, if any.
     step_command: Option<String>,
     failed_steps: Vec<FailedStep>,
+    /// Lines of steps whose footer says they passed ([`Excerpt::passed_steps`]).
+    passed_steps: Vec<(u64, u64)>,
     /// Lines the recognisers may still read ([`RECOGNISE_BUDGET`]).
     recognise_budget: usize,
     /// Located lines the recognisers may still read ([`ANCHOR_BUDGET`]).
@@ -377,6 +379,7 @@ impl<'o> State<'o> {
             failed_footer: false,
             step_command: None,
             failed_steps: Vec::new(),
+            passed_steps: Vec::new(),
             recognise_budget: RECOGNISE_BUDGET,
             anchor_budget: ANCHOR_BUDGET,
             reported: Vec::new(),
@@ -609,6 +612,13 @@ impl<'o> State<'o> {
             self.keep_tail(Some((footer, 0)));
             self.failed_footer = true;
         }
+        if footer == Footer::Succeeded
+            && self.step_start_no + 1 < self.total_lines
+            && self.passed_steps.len() < MAX_PASSED_STEPS
+        {
+            self.passed_steps
+                .push((self.step_start_no + 1, self.total_lines - 1));
+        }
         self.step_start_no = self.total_lines;
     }
 
@@ -752,6 +762,7 @@ impl<'o> State<'o> {
             aside,
             reported: self.reported,
             passed: self.passed.finish(),
+            passed_steps: self.passed_steps,
             candidates,
         }
     }
