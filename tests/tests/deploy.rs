@@ -346,7 +346,7 @@ const SETTING_PREFIXES: [&str; 14] = [
 
 /// Documented variables that are not settings of a loader, each with what
 /// reads it.
-const READ_OUTSIDE_THE_LOADERS: [&str; 6] = [
+const READ_OUTSIDE_THE_LOADERS: [&str; 7] = [
     // tracing-subscriber's filter (never named in our code).
     "RUST_LOG",
     // shared/src/telemetry.rs: logging and tracing start before the settings are read.
@@ -356,6 +356,8 @@ const READ_OUTSIDE_THE_LOADERS: [&str; 6] = [
     // The worker's command line (clap's `env`): `--id`, `--http-addr`.
     "FAULTLINE_WORKER_ID",
     "WORKER_HTTP_ADDR",
+    // `faultline eval --labelled-view` (clap's `env`).
+    "FAULTLINE_EVAL_LABELLED_VIEW",
 ];
 
 /// Documented variables read by a library, not by name in our code.
