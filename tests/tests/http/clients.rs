@@ -100,8 +100,25 @@ async fn one_address_over_its_in_flight_share_gets_503_while_another_is_served()
         ],
     )
     .await;
-    // Two requests from 127.0.0.1 whose bodies never finish.
+    // Two requests from 127.0.0.1 whose bodies never finish, both read
+    // before the first probe: a probe in flight while the server reads the
+    // second head would have that one refused instead, and the address
+    // would never be over its share (a loaded machine showed it).
     let held = unfinished_requests(&server, 2).await;
+    wait_until(Duration::from_secs(30), || async {
+        let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+        let started = log
+            .lines()
+            .filter(|l| {
+                // Field by field: the log may colour them.
+                ["POST", "/webhooks/github", "started processing request"]
+                    .iter()
+                    .all(|w| l.contains(w))
+            })
+            .count();
+        (started >= 2).then_some(())
+    })
+    .await;
     let (one, two) = (client_from("127.0.0.1"), client_from("127.0.0.2"));
     let url = format!("http://{}/api/v1/review", server.addr());
     // Once both are in flight (the server reads their heads when it gets
