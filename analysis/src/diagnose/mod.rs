@@ -758,6 +758,15 @@ static FRAME_FILE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("built-in pattern compiles")
 });
 
+/// The file a [`FRAME_FILE`] line names.
+fn frame_file(line: &str) -> Option<&str> {
+    let c = FRAME_FILE.captures(line)?;
+    c.name("js")
+        .or_else(|| c.name("rb"))
+        .or_else(|| c.name("php"))
+        .map(|m| m.as_str())
+}
+
 /// A frame's file in the project's checkout: under a CI workspace, or
 /// relative to the project's root (`./spec/x_spec.rb`, `test/x.js`);
 /// Node's own modules (`internal/…`, `node:…`) are the runtime's.
@@ -790,14 +799,6 @@ const FRAME_GAP: u64 = 3;
 /// code there (BugSwarm: 6 tests-failed logs of 3 repositories would read
 /// DEPENDENCY; docs/diagnosis-model.md, session 30).
 fn vendored_crash(hits: &mut [Hit], lines: &[(u64, String)]) {
-    let frame = |t: &str| {
-        FRAME_FILE.captures(t).and_then(|c| {
-            c.name("js")
-                .or_else(|| c.name("rb"))
-                .or_else(|| c.name("php"))
-                .map(|m| m.as_str().to_string())
-        })
-    };
     for h in hits
         .iter_mut()
         .filter(|h| rules::RULES[h.rule].kind == Kind::Crash)
@@ -807,14 +808,14 @@ fn vendored_crash(hits: &mut [Hit], lines: &[(u64, String)]) {
         };
         // Innermost first: Ruby names it on the error's own line, Node
         // and PHP on the lines below.
-        let mut files: Vec<String> = frame(&lines[at].1).into_iter().collect();
+        let mut files: Vec<&str> = frame_file(&lines[at].1).into_iter().collect();
         for (i, (no, text)) in lines.iter().enumerate().skip(at + 1) {
             // The next line of the log, or one a blank or two away (the
             // excerpt drops blank lines).
             if !(1..=FRAME_GAP).contains(&no.saturating_sub(lines[i - 1].0)) {
                 break;
             }
-            match frame(text) {
+            match frame_file(text) {
                 Some(f) => files.push(f),
                 None if files.is_empty() && i - at <= FIRST_FRAME_SPAN => {}
                 None => break,

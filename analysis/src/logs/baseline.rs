@@ -24,12 +24,9 @@
 //! are read, as the excerpt does.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead};
 use std::path::Path;
-
-use flate2::read::MultiGzDecoder;
 
 use super::clean::clean_line;
 use super::excerpt::read_line;
@@ -61,12 +58,7 @@ impl std::fmt::Debug for Baseline {
 impl Baseline {
     /// Reads a passing log (plain or gzip, detected by its magic bytes).
     pub fn from_file(path: &Path, max_line_bytes: usize) -> io::Result<Self> {
-        let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
-        if reader.fill_buf()?.starts_with(&[0x1f, 0x8b]) {
-            let gz = MultiGzDecoder::new(reader);
-            return Self::from_reader(BufReader::with_capacity(1 << 16, gz), max_line_bytes);
-        }
-        Self::from_reader(reader, max_line_bytes)
+        Self::from_reader(super::excerpt::open_log(path)?, max_line_bytes)
     }
 
     /// Reads a passing log from `reader`, streaming, keeping at most
@@ -512,7 +504,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("faultline-baseline-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("green.log.gz");
-        let mut gz = GzEncoder::new(File::create(&path).unwrap(), Compression::fast());
+        let mut gz = GzEncoder::new(std::fs::File::create(&path).unwrap(), Compression::fast());
         let long = "x".repeat(10_000);
         writeln!(gz, "warning: deprecated flag\n{long}").unwrap();
         gz.finish().unwrap();

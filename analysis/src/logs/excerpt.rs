@@ -213,14 +213,20 @@ impl Default for ExcerptOptions {
     }
 }
 
-/// Reads a log (plain or gzip, detected by its magic bytes) and excerpts it.
-pub fn excerpt_file(path: &Path, opts: &ExcerptOptions) -> io::Result<Excerpt> {
+/// Opens a log file, plain or gzip (detected by its magic bytes), as
+/// buffered text to stream.
+pub fn open_log(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
     let mut reader = BufReader::with_capacity(1 << 16, File::open(path)?);
     if reader.fill_buf()?.starts_with(&[0x1f, 0x8b]) {
         let gz = MultiGzDecoder::new(reader);
-        return excerpt_reader(BufReader::with_capacity(1 << 16, gz), opts);
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, gz)));
     }
-    excerpt_reader(reader, opts)
+    Ok(Box::new(reader))
+}
+
+/// Reads a log (plain or gzip, detected by its magic bytes) and excerpts it.
+pub fn excerpt_file(path: &Path, opts: &ExcerptOptions) -> io::Result<Excerpt> {
+    excerpt_reader(open_log(path)?, opts)
 }
 
 /// Excerpts a log read from `reader`, streaming in bounded memory.

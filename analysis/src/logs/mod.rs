@@ -27,6 +27,6 @@ mod window;
 pub use baseline::Baseline;
 pub use clean::clean_line;
 pub use excerpt::{
-    Excerpt, ExcerptLine, ExcerptOptions, excerpt_file, excerpt_reader, tail_reader,
+    Excerpt, ExcerptLine, ExcerptOptions, excerpt_file, excerpt_reader, open_log, tail_reader,
 };
 pub use fingerprint::{fingerprint, normalize};

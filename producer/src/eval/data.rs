@@ -8,7 +8,7 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use faultline_shared::Category;
+use faultline_shared::{Category, logs};
 use serde::Deserialize;
 
 pub const CATEGORIES_FILE: &str = "categories.jsonl";
@@ -102,7 +102,6 @@ pub fn load(dir: &Path, limit: Option<usize>) -> anyhow::Result<Vec<Labelled>> {
 /// the diagnosis classifies the lines a person chose, apart from how the
 /// excerpt chooses them.
 pub fn labelled_view(dir: &Path, rows: &mut [Labelled], into: &Path) -> anyhow::Result<()> {
-    use std::io::Read;
     #[derive(Deserialize)]
     struct Chunk {
         log: String,
@@ -130,26 +129,14 @@ pub fn labelled_view(dir: &Path, rows: &mut [Labelled], into: &Path) -> anyhow::
         let marked = chunks
             .get(&row.log)
             .with_context(|| format!("{} marks no failure lines of {}", file.display(), row.log))?;
-        let mut raw = Vec::new();
-        let f = std::fs::File::open(&row.path)
+        // The last lines whole, as the labeller saw them (no cut).
+        let tail = logs::open_log(&row.path)
+            .and_then(|r| logs::tail_reader(r, LABELLED_TAIL, usize::MAX))
             .with_context(|| format!("failed to read {}", row.path.display()))?;
-        let mut reader = std::io::BufReader::new(f);
-        let gzip = {
-            use std::io::BufRead;
-            reader.fill_buf()?.starts_with(&[0x1f, 0x8b])
-        };
-        if gzip {
-            flate2::read::MultiGzDecoder::new(reader).read_to_end(&mut raw)
-        } else {
-            reader.read_to_end(&mut raw)
-        }
-        .with_context(|| format!("failed to read {}", row.path.display()))?;
-        let raw = String::from_utf8_lossy(&raw);
-        let lines: Vec<&str> = raw.lines().collect();
         let mut view = marked.join("\n");
-        for l in &lines[lines.len().saturating_sub(LABELLED_TAIL)..] {
+        for l in &tail.lines {
             view.push('\n');
-            view.push_str(l);
+            view.push_str(&l.text);
         }
         view.push('\n');
         let path = into.join(format!("{i}.log"));
