@@ -585,6 +585,30 @@ fn bundler_version_conflict() {
     package(&d, "activesupport");
 }
 
+/// Bundler 2.5's resolver (PubGrub) explains a conflict in its own words
+/// and names no gem on its first line: the explanation's last line says
+/// resolution failed.
+#[test]
+fn bundler_pubgrub_conflict() {
+    let d = diagnosed(
+        "Fetching gem metadata from https://rubygems.org/.........\n\
+         Resolving dependencies...\n\
+         Could not find compatible versions\n\
+         \n\
+         Because web-kit >= 3.0 depends on json-codec ~> 5.2\n\
+         \x20 and Gemfile depends on json-codec ~> 4.0,\n\
+         \x20 web-kit >= 3.0 is incompatible with Gemfile.\n\
+         So, because Gemfile depends on web-kit >= 3.0,\n\
+         \x20 version solving has failed.",
+        Category::DependencyError,
+    );
+    assert!(
+        d.decided_by.starts_with("bundler.notfound"),
+        "{}",
+        d.decided_by
+    );
+}
+
 #[test]
 fn rspec_file_failing_to_load_a_gem_is_a_dependency_error() {
     let d = diagnosed(
@@ -3102,12 +3126,32 @@ fn an_error_thrown_inside_a_dependency_that_the_project_never_called_is_the_depe
         "/home/travis/.rvm/rubies/ruby-2.5.3/lib/ruby/2.5.0/rubygems.rb:289:in `find_spec_for_exe': can't find gem bundler (>= 0.a) with executable bundle (Gem::GemNotFoundException)",
         Category::DependencyError,
     );
-    // The same error on its way through the project's own file is the
+    // A build tool's entry file (a Rakefile, a gulpfile) only loads the
+    // tool: a gem failing against another gem as the Rakefile loads it is
+    // still the dependency's.
+    diagnosed_by(
+        "NoMethodError: undefined method `last_thing' for #<Taskr::Application:0x0000>\n\
+         /home/travis/build/acme/shop/vendor/bundle/ruby/2.3.0/gems/specr-core-3.4.4/lib/specr/core/task.rb:12:in `<class:Task>'\n\
+         /home/travis/build/acme/shop/Rakefile:4:in `<top (required)>'\n\n\
+         The command \"bundle exec taskr\" exited with 1.",
+        Category::DependencyError,
+        "dep.vendored_error",
+    );
+    diagnosed_by(
+        "TypeError: Cannot read property 'bind' of undefined\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/node_modules/gulp-widgets/index.js:10:20)\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/gulpfile.js:3:12)\n\n\
+         The command \"gulp build\" exited with 1.",
+        Category::DependencyError,
+        "dep.vendored_error",
+    );
+    // The same error on its way through the project's own source is the
     // project's: the library may be refusing what it was given.
     diagnosed(
         "TypeError: Cannot read property 'bind' of undefined\n    \
          at Object.<anonymous> (/home/travis/build/acme/shop/node_modules/gulp-widgets/index.js:10:20)\n    \
-         at Object.<anonymous> (/home/travis/build/acme/shop/gulpfile.js:3:12)\n\n\
+         at buildWidgets (/home/travis/build/acme/shop/src/widgets.js:3:12)\n    \
+         at Object.<anonymous> (/home/travis/build/acme/shop/gulpfile.js:8:1)\n\n\
          The command \"gulp build\" exited with 1.",
         Category::CodeError,
     );

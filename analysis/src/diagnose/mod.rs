@@ -752,7 +752,7 @@ fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
 static FRAME_FILE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"^at (?:.*?\()?(?P<js>[^()\s]+?):\d+(?::\d+)?\)?$",
-        r"|^(?:from )?(?P<rb>\S+?\.rb):\d+:in ",
+        r"|^(?:from )?(?P<rb>\S*?(?:\.rb|\.rake|\.gemspec|Rakefile|Gemfile|Guardfile)):\d+:in ",
         r"|^#\d+ (?P<php>/\S+?\.php)\(\d+\)",
     ))
     .expect("built-in pattern compiles")
@@ -781,6 +781,17 @@ fn project_file(file: &str) -> bool {
         && !file.starts_with("node:")
 }
 
+/// A build tool's entry file in the project (a Rakefile, a gulpfile, a
+/// bundler's or test runner's config): it loads the tool and its plugins
+/// and hands them settings, not the project's data.
+fn build_file(file: &str) -> bool {
+    static BUILD_FILE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(?:^|/)(?:rakefile|gemfile|guardfile|[\w.-]+\.gemspec|gulpfile(?:\.[\w]+)?\.[cm]?[jt]s|gruntfile\.(?:js|coffee)|(?:webpack|karma|rollup|babel|jest|vite|vitest|protractor|nightwatch|metro)\.conf(?:ig)?(?:\.[\w]+)?\.[cm]?[jt]s|ember-cli-build\.js|brocfile\.js)$")
+            .expect("built-in pattern compiles")
+    });
+    BUILD_FILE.is_match(file)
+}
+
 /// How many lines below an error its first frame may stand (a source
 /// line and a caret between).
 const FIRST_FRAME_SPAN: usize = 2;
@@ -792,9 +803,12 @@ const FRAME_GAP: u64 = 3;
 /// gem, `vendor/`) whose trace passes through none of the project's files
 /// is the dependency failing on its own — the rubric's "broken upstream
 /// release": a build tool's plugin that no longer loads, a gem calling an
-/// API its dependency removed. A trace that passes through the project
-/// (a test, a gulpfile, a Rakefile) stays the project's: the library may
-/// be refusing what the project gave it. Python is left out: a project
+/// API its dependency removed. A trace that passes through the project's
+/// source or tests stays the project's: the library may be refusing what
+/// the project gave it. A build tool's entry file (a Rakefile, a gulpfile,
+/// a bundler's config; [`build_file`]) does not count: it loads the tool
+/// and its plugins (rake 11 removing a method rspec's rake task called
+/// failed every project whose Rakefile loaded that task). Python is left out: a project
 /// installed into its own `site-packages` (setup.py, tox) shows its own
 /// code there (BugSwarm: 6 tests-failed logs of 3 repositories would read
 /// DEPENDENCY; docs/diagnosis-model.md, session 30).
@@ -824,7 +838,8 @@ fn vendored_crash(hits: &mut [Hit], lines: &[(u64, String)]) {
         let Some(innermost) = files.first() else {
             continue;
         };
-        if VENDORED.is_match(innermost) && !files.iter().any(|f| project_file(f)) {
+        if VENDORED.is_match(innermost) && !files.iter().any(|f| project_file(f) && !build_file(f))
+        {
             h.becomes(COMPILED.vendored);
         }
     }

@@ -506,7 +506,7 @@ pub const RULES: &[Rule] = &[
     // Julia's loader: a package the project uses is not installed.
     r("julia.missing_package", "julia", Dependency, 0.9, r#"(?:Module|Package) (?P<pkg>\w+) not found in current path|Run `Pkg\.add\("(?P<pkg2>\w+)"\)` to install|Unsatisfiable requirements detected for package (?P<pkg3>\w+)"#),
     r("conda", "conda", Dependency, 1.0, r"PackagesNotFoundError|UnsatisfiableError|ResolvePackageNotFound|The following packages are not available from current channels"),
-    r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile|Could not find a valid gem '(?P<pkg4>[^'\s]+)'"#),
+    r("bundler.notfound", "bundler", Dependency, 1.0, r#"Could not find gem '(?P<pkg>[^'\s]+)(?: \((?P<ver>[^)]+)\))?'|Could not find (?P<pkg2>[\w-]+)-(?P<ver2>\d[\w.]*) in any of the sources|Bundler could not find compatible versions for gem "(?P<pkg3>[^"]+)"|Could not locate Gemfile|Could not find a valid gem '(?P<pkg4>[^'\s]+)'|^Could not find compatible versions$|\bversion solving has failed\b"#),
     r("bundler.install", "bundler", Dependency, 0.9, r"An error occurred while installing (?P<pkg>[\w-]+) \((?P<ver>[^)]+)\), and Bundler cannot continue|Gem::(?:LoadError|MissingSpecError|MissingSpecVersionError|ConflictError|GemNotFoundException)|Gem::Ext::BuildError"),
     r("ruby.load_error", "ruby", Dependency, 0.8, r"cannot load such file -- (?P<pkg>[\w/.-]+)|\(LoadError\)"),
     r("install.generic", "package manager", Dependency, 0.7, r"(?i)\ban error occur+ed while installing (?P<pkg>[\w.@/-]+)"),
