@@ -3121,6 +3121,25 @@ fn an_error_thrown_inside_a_dependency_that_the_project_never_called_is_the_depe
                The command \"gulp build\" exited with 1.\n\nDone. Your build exited with 1.\n";
     let d = super::diagnose(&excerpt_of_text(log));
     assert_eq!(d.category, Category::DependencyError, "{d:#?}");
+    // Rake prints the trace flush left under the error: the excerpt shows
+    // the error (what people mark) and keeps the frames for the diagnosis.
+    let log = "$ bundle exec rake\nrake aborted!\n\
+               NoMethodError: undefined method `last_thing' for #<Taskr::Application:0x0000>\n\
+               /home/travis/build/acme/shop/vendor/bundle/ruby/2.3.0/gems/specr-core-3.4.4/lib/specr/core/task.rb:12:in `<class:Task>'\n\
+               /home/travis/build/acme/shop/Rakefile:4:in `<top (required)>'\n\
+               (See full trace by running task with --trace)\n\
+               The command \"bundle exec rake\" exited with 1.\n";
+    let after: String = (1..=12)
+        .map(|i| format!("store build cache: part {i} uploaded\n"))
+        .collect();
+    let excerpt = excerpt_of_text(&format!("{log}{after}\nDone. Your build exited with 1.\n"));
+    assert!(
+        excerpt.lines.iter().all(|l| !l.text.contains("task.rb")),
+        "{excerpt:#?}"
+    );
+    assert_eq!(excerpt.trace.len(), 2, "{excerpt:#?}");
+    let d = super::diagnose(&excerpt);
+    assert_eq!(d.category, Category::DependencyError, "{d:#?}");
     // RubyGems finding no gem for an executable is a dependency too.
     diagnosed(
         "/home/travis/.rvm/rubies/ruby-2.5.3/lib/ruby/2.5.0/rubygems.rb:289:in `find_spec_for_exe': can't find gem bundler (>= 0.a) with executable bundle (Gem::GemNotFoundException)",

@@ -545,14 +545,18 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         .iter()
         .any(|h| rules::RULES[h.rule].kind == Kind::Crash);
     if missing_module || syntax || crash {
-        // The lines read, once, for the passes that look around a hit.
-        let lines: Vec<(u64, String)> = excerpt
+        // The lines read, once, for the passes that look around a hit, with
+        // the frames the excerpt kept without showing them; in log order.
+        let mut lines: Vec<(u64, String)> = excerpt
             .read_lines()
             .iter()
             .chain(&excerpt.aside)
             .map(|l| (l.line_no, clean_line(&l.text).trim().to_string()))
             .chain(excerpt.tail.iter().cloned())
+            .chain(excerpt.trace.iter().cloned())
             .collect();
+        lines.sort_by_key(|(no, _)| *no);
+        lines.dedup_by_key(|(no, _)| *no);
         if missing_module {
             let texts: Vec<&str> = lines.iter().map(|(_, t)| t.as_str()).collect();
             own_modules(&mut hits, &texts);

@@ -105,6 +105,13 @@ pub struct Excerpt {
     /// [`MAX_PASSED_STEPS`], log order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_steps: Vec<(u64, u64)>,
+    /// Stack frames printed flush left right under a signal line (Ruby's
+    /// `/app/lib/x.rb:54:in 'f'` under `rake aborted!`, PHP's `#0
+    /// /app/src/X.php(12): f()`), cleaned, at most [`MAX_TRACE`], log
+    /// order: not shown (people mark the error, not its frames), read by
+    /// the diagnosis to tell where an error was thrown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<(u64, String)>,
     /// Every candidate block, ranked or not, with the quantities the
     /// ranker reads: only with [`ExcerptOptions::candidates`] (training).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -141,6 +148,9 @@ pub const TAIL_LINES: usize = 16;
 pub const MAX_ASIDE: usize = 24;
 /// Most passed steps an [`Excerpt`] records.
 pub const MAX_PASSED_STEPS: usize = 256;
+
+/// Most flush-left frame lines kept for the diagnosis ([`Excerpt::trace`]).
+pub const MAX_TRACE: usize = 64;
 /// Most located report lines an [`Excerpt`] records.
 pub const MAX_REPORTED: usize = 200;
 

@@ -432,6 +432,20 @@ pub fn is_rule(clean: &str) -> bool {
     !t.is_empty() && t.chars().all(|c| !c.is_alphanumeric())
 }
 
+/// Frames that Ruby (`/app/lib/x.rb:54:in 'load'`, under `rake aborted!`
+/// and an uncaught error's first line) and PHP (`#0 /app/src/X.php(12):
+/// f()`) print flush left, where [`is_frame`] reads indented lines only.
+static FLUSH_FRAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r#"^(?:from )?\S*(?:\.rb|\.rake|\.gemspec|Rakefile|Gemfile|Guardfile):\d+:in [`'<]|^#\d+ (?:/\S+\(\d+\): |\{main\}$)"#,
+    )
+});
+
+/// Whether a line is a frame printed flush left ([`FLUSH_FRAME`]).
+pub fn is_flush_frame(clean: &str) -> bool {
+    FLUSH_FRAME.is_match(clean)
+}
+
 /// Whether a line looks like a stack frame or a location detail that
 /// continues a trace (`  at f (x.js:1:2)`, `  File "x.py", line 3`, ...).
 pub fn is_frame(clean: &str) -> bool {

@@ -7,15 +7,19 @@ use std::collections::VecDeque;
 use super::clean::{LineTag, clean_line, clean_line_tagged, is_red};
 use super::excerpt::{
     Excerpt, ExcerptLine, ExcerptOptions, FailedStep, MAX_ASIDE, MAX_FAILED_STEPS,
-    MAX_PASSED_STEPS, MAX_REPORTED, TAIL_LINES,
+    MAX_PASSED_STEPS, MAX_REPORTED, MAX_TRACE, TAIL_LINES,
 };
 use super::ranker::Candidate;
 use super::score::{
-    ANCHOR, Diff, Footer, LineInfo, Sketch, analyse, is_frame, is_item, is_noise, line_hash,
+    ANCHOR, Diff, Footer, LineInfo, Sketch, analyse, is_flush_frame, is_frame, is_item, is_noise,
+    line_hash,
 };
 
 /// Recent non-blank lines kept for leading context and the fallback tail.
 const RING: usize = 16;
+/// How far below a signal line (or the frame before) a flush-left frame
+/// may stand, blank lines included, to be kept ([`State::trace`]).
+const TRACE_GAP: u64 = 3;
 /// Lines of the fallback window before a failure footer.
 const TAIL: usize = 8;
 /// Value factor of a window in a step that failed after an earlier failed
@@ -296,6 +300,11 @@ pub(super) struct State<'o> {
     failed_steps: Vec<FailedStep>,
     /// Lines of steps whose footer says they passed ([`Excerpt::passed_steps`]).
     passed_steps: Vec<(u64, u64)>,
+    /// Flush-left frames under a signal line ([`Excerpt::trace`]), and the
+    /// line a next one must follow closely (the latest signal line or
+    /// frame).
+    trace: Vec<(u64, String)>,
+    trace_from: u64,
     /// Lines the recognisers may still read ([`RECOGNISE_BUDGET`]).
     recognise_budget: usize,
     /// Located lines the recognisers may still read ([`ANCHOR_BUDGET`]).
@@ -380,6 +389,8 @@ impl<'o> State<'o> {
             step_command: None,
             failed_steps: Vec::new(),
             passed_steps: Vec::new(),
+            trace: Vec::new(),
+            trace_from: 0,
             recognise_budget: RECOGNISE_BUDGET,
             anchor_budget: ANCHOR_BUDGET,
             reported: Vec::new(),
@@ -444,6 +455,18 @@ impl<'o> State<'o> {
         }
         if !info.wrapper {
             self.nonblank += 1;
+        }
+        if is_flush_frame(&clean) {
+            if self.trace_from > 0
+                && self.total_lines - self.trace_from <= TRACE_GAP
+                && self.trace.len() < MAX_TRACE
+            {
+                self.trace
+                    .push((self.total_lines, clean.trim().to_string()));
+                self.trace_from = self.total_lines;
+            }
+        } else if info.score >= ANCHOR {
+            self.trace_from = self.total_lines;
         }
         if let Some(w) = &self.open {
             info.item = w.report && is_item(&clean);
@@ -763,6 +786,7 @@ impl<'o> State<'o> {
             reported: self.reported,
             passed: self.passed.finish(),
             passed_steps: self.passed_steps,
+            trace: self.trace,
             candidates,
         }
     }
