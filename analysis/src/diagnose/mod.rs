@@ -754,10 +754,9 @@ fn vendored_syntax(hits: &mut [Hit], lines: &[(u64, String)]) {
 /// innermost frame first: Node (`at f (/path/x.js:1:2)`), Ruby (`/path/x.rb:1:in
 /// 'f'`, `from /path/x.rb:1:in`) and PHP (`#0 /path/x.php(1): f()`).
 static FRAME_FILE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^at (?:.*?\()?(?P<js>[^()\s]+?):\d+(?::\d+)?\)?$",
-        r"|^(?:from )?(?P<rb>\S*?(?:\.rb|\.rake|\.gemspec|Rakefile|Gemfile|Guardfile)):\d+:in ",
-        r"|^#\d+ (?P<php>/\S+?\.php)\(\d+\)",
+    Regex::new(&format!(
+        r"^at (?:.*?\()?(?P<js>[^()\s]+?):\d+(?::\d+)?\)?$|^(?:from )?(?P<rb>{}):\d+:in |^#\d+ (?P<php>/\S+?\.php)\(\d+\)",
+        crate::logs::score::RUBY_SOURCE
     ))
     .expect("built-in pattern compiles")
 });
@@ -812,10 +811,11 @@ const FRAME_GAP: u64 = 3;
 /// the project gave it. A build tool's entry file (a Rakefile, a gulpfile,
 /// a bundler's config; [`build_file`]) does not count: it loads the tool
 /// and its plugins (rake 11 removing a method rspec's rake task called
-/// failed every project whose Rakefile loaded that task). Python is left out: a project
-/// installed into its own `site-packages` (setup.py, tox) shows its own
-/// code there (BugSwarm: 6 tests-failed logs of 3 repositories would read
-/// DEPENDENCY; docs/diagnosis-model.md, session 30).
+/// failed every project whose Rakefile loaded that task). Python is left
+/// out: a project installed into its own `site-packages` (setup.py, tox)
+/// shows its own code there (BugSwarm: 6 tests-failed logs of 3
+/// repositories would read DEPENDENCY; docs/diagnosis-model.md, session
+/// 30).
 fn vendored_crash(hits: &mut [Hit], lines: &[(u64, String)]) {
     for h in hits
         .iter_mut()

@@ -436,10 +436,15 @@ pub fn is_rule(clean: &str) -> bool {
 /// and an uncaught error's first line) and PHP (`#0 /app/src/X.php(12):
 /// f()`) print flush left, where [`is_frame`] reads indented lines only.
 static FLUSH_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r#"^(?:from )?\S*(?:\.rb|\.rake|\.gemspec|Rakefile|Gemfile|Guardfile):\d+:in [`'<]|^#\d+ (?:/\S+\(\d+\): |\{main\}$)"#,
-    )
+    re(&format!(
+        r#"^(?:from )?{RUBY_SOURCE}:\d+:in [`'<]|^#\d+ (?:/\S+\(\d+\): |\{{main\}}$)"#
+    ))
 });
+
+/// A Ruby source file as a frame names it: `.rb`, a rake task, a gemspec,
+/// or a Rakefile, Gemfile or Guardfile (the diagnosis's frame reader
+/// captures it from the frames [`is_flush_frame`] keeps).
+pub const RUBY_SOURCE: &str = r"\S*?(?:\.rb|\.rake|\.gemspec|Rakefile|Gemfile|Guardfile)";
 
 /// Whether a line is a frame printed flush left ([`FLUSH_FRAME`]).
 pub fn is_flush_frame(clean: &str) -> bool {

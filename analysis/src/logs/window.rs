@@ -456,11 +456,12 @@ impl<'o> State<'o> {
         if !info.wrapper {
             self.nonblank += 1;
         }
-        if is_flush_frame(&clean) {
-            if self.trace_from > 0
-                && self.total_lines - self.trace_from <= TRACE_GAP
-                && self.trace.len() < MAX_TRACE
-            {
+        // Frames are looked for only where one changes something: right
+        // under a signal line or a kept frame, and on a signal line (one
+        // that is itself a frame starts no trace).
+        let near = self.trace_from > 0 && self.total_lines - self.trace_from <= TRACE_GAP;
+        if (near || info.score >= ANCHOR) && is_flush_frame(&clean) {
+            if near && self.trace.len() < MAX_TRACE {
                 self.trace
                     .push((self.total_lines, clean.trim().to_string()));
                 self.trace_from = self.total_lines;
