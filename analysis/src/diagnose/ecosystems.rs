@@ -3220,3 +3220,60 @@ fn what_a_step_that_exited_0_printed_is_not_why_another_step_failed() {
     assert_eq!(d.category, Category::CodeError, "{d:#?}");
     assert!(d.decided_by.starts_with("eslint."), "{d:#?}");
 }
+
+#[test]
+fn pip_refusing_an_os_managed_python_is_the_jobs_configuration() {
+    diagnosed_by(
+        "Run pip install -r requirements.txt\n\
+         error: externally-managed-environment\n\
+         \n\
+         × This environment is externally managed\n\
+         ╰─> To install Python packages system-wide, try apt install\n\
+         \x20   python3-xyz, where xyz is the package you are trying to\n\
+         \x20   install.\n\
+         ##[error]Process completed with exit code 1.",
+        Category::ConfigError,
+        "pip.externally_managed",
+    );
+}
+
+#[test]
+fn a_variable_named_in_capitals_and_not_set_is_configuration() {
+    diagnosed_by(
+        "Run ./scripts/release.sh\n\
+         Publishing build 512 to the staging bucket\n\
+         Error: STAGING_BUCKET_REGION is not set\n\
+         ##[error]Process completed with exit code 1.",
+        Category::ConfigError,
+        "env.missing",
+    );
+    // A sentence that happens to start with a capital is not a variable.
+    not_diagnosed(
+        "Warning: Cache is not set up for this branch, saving a new one\n\
+         FAIL src/cart.test.js\n\
+         \x20 ● cart › totals\n\
+         \x20   expect(received).toBe(expected)\n\
+         Tests:       1 failed, 8 passed, 9 total",
+        Category::ConfigError,
+    );
+}
+
+#[test]
+fn a_coverage_upload_failing_on_the_service_is_infrastructure() {
+    diagnosed(
+        "Run codecov/codecov-action@v3\n\
+         [2024-03-01T10:00:11.000Z] ['error'] There was an error running the uploader: \
+         Error uploading to https://codecov.io: Error: There was an error fetching the storage \
+         URL during POST: 503 - upstream connect error or disconnect/reset before headers. \
+         reset reason: connection failure\n\
+         ##[error]Codecov: Failed to properly upload: The process '/home/runner/work/_actions/codecov/codecov-action/v3/dist/codecov' failed with exit code 255",
+        Category::InfraError,
+    );
+    // Without a token on a protected branch it is the job's credentials.
+    diagnosed(
+        "Run codecov/codecov-action@v4\n\
+         error - 2024-03-01 10:00:11,000 -- Commit creating failed: {\"message\":\"Token required because branch is protected\"}\n\
+         ##[error]Codecov: Failed to properly upload: The process '/home/runner/work/_actions/codecov/codecov-action/v4/dist/codecov' failed with exit code 1",
+        Category::ConfigError,
+    );
+}
