@@ -3277,3 +3277,59 @@ fn a_coverage_upload_failing_on_the_service_is_infrastructure() {
         Category::ConfigError,
     );
 }
+
+#[test]
+fn playwright_test_failures() {
+    let d = diagnosed_by(
+        "Running 12 tests using 2 workers\n\
+         \x20 1) [chromium] › tests/cart.spec.ts:14:3 › cart › shows the total ──────────\n\
+         \n\
+         \x20   Error: Timed out 5000ms waiting for expect(locator).toHaveText(expected)\n\
+         \n\
+         \x20   Locator: getByTestId('total')\n\
+         \x20   Expected string: \"12.50\"\n\
+         \x20   Received string: \"0.00\"\n\
+         \n\
+         \x20 1 failed\n\
+         \x20   [chromium] › tests/cart.spec.ts:14:3 › cart › shows the total ───────────\n\
+         \x20 11 passed (20.1s)",
+        Category::TestFailure,
+        "playwright.",
+    );
+    assert!(d.confidence >= 0.85, "{d:#?}");
+}
+
+#[test]
+fn pip_hash_mismatch_and_poetry_resolution_are_dependency_errors() {
+    diagnosed_by(
+        "Collecting certifi==2024.2.2\n\
+         ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have \
+         updated the package versions, please update the hashes.\n\
+         \x20   certifi==2024.2.2 from https://files.pythonhosted.org/packages/certifi-2024.2.2-py3-none-any.whl:\n\
+         \x20       Expected sha256 0f1e\n\
+         \x20            Got        9a8b",
+        Category::DependencyError,
+        "pip.hashes",
+    );
+    let d = diagnosed_by(
+        "Updating dependencies\n\
+         Resolving dependencies...\n\
+         \n\
+         Because shop-api depends on fastcodec (^4.0) which doesn't match any versions, version solving failed.",
+        Category::DependencyError,
+        "poetry.resolve",
+    );
+    assert!(format!("{:?}", d.facts).contains("fastcodec"), "{d:#?}");
+}
+
+#[test]
+fn a_registry_refusing_a_push_is_the_jobs_credentials() {
+    diagnosed_by(
+        "Run docker push ghcr.io/acme/shop:latest\n\
+         The push refers to repository [ghcr.io/acme/shop]\n\
+         denied: permission_denied: write_package\n\
+         ##[error]Process completed with exit code 1.",
+        Category::ConfigError,
+        "docker.config",
+    );
+}

@@ -128,6 +128,11 @@ pub const RULES: &[Rule] = &[
     r("jest.expect", "jest", Assertion, 0.9, r"^expect\((?:received|jest\.fn\(\))\)\.\w+"),
     r("jest.received", "jest", Assertion, 0.5, r"^(?:Expected|Received)(?: value| length| substring)?:\s+\S"),
     // Mocha / Jasmine / Karma / Protractor / tap / QUnit / Ember
+    // Playwright Test's list and line reporters: `1) [chromium] ›
+    // tests/home.spec.ts:5:1 › suite › title ───`, the web-first assertion
+    // that timed out, and the footer's `N failed` over the same case lines.
+    r("playwright.case", "playwright", TestFailed, 1.0, r"^\d+\) \[(?P<suite>[^\]]+)\] › (?P<file>\S+?\.(?:[jt]sx?|mjs|mts|cjs|cts)):(?P<line>\d+):\d+ › (?P<test>.+?)(?: ─+)?$"),
+    r("playwright.expect", "playwright", Assertion, 0.9, r"^Error: Timed out \d+ ?ms waiting for expect\((?:locator|page|received)\)\.\w+"),
     r("mocha.summary", "mocha", TestSummary, 0.9, r"^[1-9]\d* failing$"),
     // A test the framework aborted at its time limit (the knowledge base's
     // test-timeout: a hang or a slow test, not the job's time limit).
@@ -491,6 +496,12 @@ pub const RULES: &[Rule] = &[
     r("pip.conflict", "pip", Dependency, 1.0, r"ResolutionImpossible|because these package versions have conflicting dependencies|(?P<pkg>[\w.-]+) \S+ has requirement (?P<ver>\S+), but you'll have|pip's dependency resolver does not currently take into account"),
     // tox (3.x) failing to install an environment's dependencies.
     r("tox.install_deps", "tox", Dependency, 0.9, r"^ERROR:\s+(?:[\w.-]+: )?could not install deps \[(?P<pkg>[^\],;]+)"),
+    // pip's `--require-hashes` check: a downloaded file is not the one the
+    // requirements pinned (a re-published release, a tampered mirror).
+    r("pip.hashes", "pip", Dependency, 1.0, r"THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE|Hashes are required in --require-hashes mode"),
+    // Poetry's resolver (PubGrub, as SwiftPM's and Dart's): the package
+    // named is what did not resolve.
+    r("poetry.resolve", "poetry", Dependency, 1.0, r"^Because [\w.-]+ depends on (?P<pkg>[\w.\[\]-]+) \((?P<ver>[^)]+)\) which doesn't match any versions, version solving failed\.?$|^(?:The current project's Python requirement|pyproject\.toml changed significantly since poetry\.lock was last generated)"),
     r("pip.build", "pip", Dependency, 0.8, r"Failed building wheel for (?P<pkg>[\w.-]+)|Command \S*python\S* setup\.py egg_info\S* failed|error: subprocess-exited-with-error|Could not build wheels for (?P<pkg2>[\w.-]+)|^error: Setup script exited with error|Microsoft Visual C\+\+ [\d.]+ (?:or greater )?is required"),
     // setuptools' own resolution (setup_requires, pkg_resources at start-up, easy_install).
     r("setuptools.resolve", "setuptools", Dependency, 0.9, r"pkg_resources\.(?:Contextual)?VersionConflict\b|\bVersionConflict: \(|Could not find suitable distribution for Requirement\.parse\('(?P<pkg>[\w.-]+)|No local packages or working download links found for (?P<pkg2>[\w.-]+)|Could not find a version that matches (?P<pkg3>[\w.-]+)|Could not satisfy constraints for package '(?P<pkg4>[\w.-]+)'"),
@@ -607,7 +618,7 @@ pub const RULES: &[Rule] = &[
     r("ci.runtime_version", "ci", Config, 0.9, r"^Version '(?P<ver>[^']+)' not found - try `nvm ls-remote`|^N/A: version \x22(?P<ver2>[^\x22]+)\x22 is not yet installed|Unable to download (?P<ver3>\S+) archive\. The archive may not exist"),
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
-    r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
+    r("docker.config", "docker", Config, 0.9, r"pull access denied|manifest (?:for \S+ )?(?:unknown|not found)|denied: requested access to the resource is denied|^denied: permission_denied\b|invalid reference format|unauthorized: authentication required|failed to solve: .* not found|COPY failed: .* no such file"),
     // A build script that asks git for a version outside a checkout: often
     // harmless, and printed by tools that carry on.
     r("git.not_a_repository", "git", Config, 0.3, r"fatal: not a git repository\b"),
@@ -722,6 +733,8 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     // The script the interpreter was told to run, not a library.
     ("ruby.script_missing", "ruby.load_error"),
     ("xctest.crashed", "xcpretty.failed"),
+    // PubGrub words Poetry shares with SwiftPM and Dart.
+    ("poetry.resolve", "swiftpm.resolve"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
     ("swift.no_module", "swift.error"),
