@@ -3333,3 +3333,21 @@ fn a_registry_refusing_a_push_is_the_jobs_credentials() {
         "docker.config",
     );
 }
+
+#[test]
+fn pods_out_of_sync_with_their_lock_file_and_an_emulator_that_never_booted() {
+    diagnosed_by(
+        "error: The sandbox is not in sync with the Podfile.lock. Run 'pod install' or update \
+         your CocoaPods installation.\n\
+         ** BUILD FAILED **",
+        Category::DependencyError,
+        "cocoapods.resolve",
+    );
+    diagnosed(
+        "$ android-wait-for-emulator\n\
+         Waiting for emulator to start\n\
+         Timeout waiting for emulator to boot\n\
+         The command \"android-wait-for-emulator\" failed and exited with 1 during before_script.",
+        Category::InfraError,
+    );
+}
