@@ -3351,3 +3351,58 @@ fn pods_out_of_sync_with_their_lock_file_and_an_emulator_that_never_booted() {
         Category::InfraError,
     );
 }
+
+#[test]
+fn a_shareable_eslint_config_or_type_stubs_not_installed_are_missing_packages() {
+    diagnosed_by(
+        "Oops! Something went wrong! :(\n\
+         \n\
+         ESLint: 8.57.0\n\
+         \n\
+         ESLint couldn't find the config \"standard-react\" to extend from. Please check that \
+         the name of the config is correct.",
+        Category::DependencyError,
+        "eslint.missing_package",
+    );
+    diagnosed_by(
+        "src/shop/client.py:3: error: Library stubs not installed for \"yaml\"  [import-untyped]\n\
+         src/shop/client.py:3: note: Hint: \"python3 -m pip install types-PyYAML\"\n\
+         Found 1 error in 1 file (checked 9 source files)",
+        Category::DependencyError,
+        "mypy.missing_stubs",
+    );
+}
+
+#[test]
+fn the_runners_own_words_for_a_bad_env_file_a_missing_lock_file_and_a_missing_interpreter() {
+    diagnosed_by(
+        "##[error]Unable to process file command 'output' successfully.\n\
+         ##[error]Invalid format 'release notes'",
+        Category::ConfigError,
+        "ci.github_actions",
+    );
+    diagnosed_by(
+        "##[error]Dependencies lock file is not found in /home/runner/work/shop/shop. Supported \
+         file patterns: package-lock.json,npm-shrinkwrap.json,yarn.lock",
+        Category::ConfigError,
+        "ci.github_actions",
+    );
+    diagnosed_by(
+        "py38: skipped because could not find python interpreter with spec(s): py38\n\
+         \x20 py38: SKIP (0.01 seconds)\n\
+         \x20 evaluation failed :( (0.05 seconds)",
+        Category::ConfigError,
+        "python.version",
+    );
+}
+
+#[test]
+fn a_gradle_daemon_stopped_for_memory_is_the_machine() {
+    diagnosed_by(
+        "> Task :test\n\
+         Gradle build daemon has been stopped: since the JVM garbage collector is thrashing\n\
+         FAILURE: Build failed with an exception.",
+        Category::InfraError,
+        "gradle.daemon",
+    );
+}

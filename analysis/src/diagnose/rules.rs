@@ -316,6 +316,9 @@ pub const RULES: &[Rule] = &[
     r("erlc.error", "erlc", Compile, 1.0, r"^(?P<file>[\w./-]+\.(?:erl|hrl)):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<msg>(?:syntax error|variable .* is unbound|function .* undefined|field \w+ undefined|record \w+ undefined|illegal|head mismatch|undefined|import \S+ is unused|bad|.*unsafe).*)$"),
     r("elixir.compile", "elixirc", Compile, 1.0, r"^== Compilation error in file (?P<file>\S+) ==|^\*\* \((?:CompileError|SyntaxError|TokenMissingError|MismatchedDelimiterError)\) (?P<file2>[\w./-]+\.exs?):(?P<line>\d+)"),
     r("python.syntax", "python", Compile, 1.0, r"^(?:E\s+)?(?:SyntaxError|IndentationError|TabError): (?P<msg>.+)$"),
+    // A third-party package's type stubs are not installed (mypy's hint
+    // names the `types-*` package to add).
+    r("mypy.missing_stubs", "mypy", Dependency, 0.9, r#"error: Library stubs not installed for "(?P<pkg>[\w.]+)""#),
     r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
     // Compilers of other languages, in their own formats.
     r("clojure.compile", "clojure", Compile, 0.9, r"Unable to resolve (?:symbol|var|classname): (?P<msg>\S+)(?: in this context)?, compiling:\((?P<file>[\w./-]+\.clj[sc]?):(?P<line>\d+)|^Syntax error (?:\(\w+\) )?(?:compiling|macroexpanding|reading source) (?:\S+ )?at \((?P<file2>[\w./-]+\.clj[sc]?):(?P<line2>\d+)"),
@@ -594,7 +597,7 @@ pub const RULES: &[Rule] = &[
     // runners' `python3` without a setup step or a virtualenv): the job
     // picked the wrong interpreter, not a missing package.
     r("pip.externally_managed", "pip", Config, 0.9, r"^error: externally-managed-environment$|This environment is externally managed"),
-    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
+    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|could not find python interpreter with spec\(s\): (?P<ver5>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
     // A gem that needs a newer Ruby than the job runs: the dependency's
     // constraint cannot be met (its own Gemfile's `ruby` line is above).
     r("gem.ruby_conflict", "rubygems", Dependency, 0.9, r"(?:(?P<pkg>[\w.-]+) )?requires Ruby version (?P<ver>[><=~]+ ?[\d.]*\d)"),
@@ -602,6 +605,9 @@ pub const RULES: &[Rule] = &[
     r("toolchain.version", "toolchain", Config, 0.7, r"(?i)\b(?:requires|needs) (?:at least )?(?:version|v)? ?[\d.]+ or (?:newer|later|higher)\b|\bor higher is required\. You are running version\b|is not supported (?:on|by) this (?:version|platform)|unsupported (?:version|platform|architecture)|\bgo\.mod requires go >= ?\S+ \(running go|cannot be built because it requires rustc \S+ or newer|\berror NETSDK1045\b|\bERR_OSSL_EVP_UNSUPPORTED\b|digital envelope routines::unsupported|your php version \([^)]+\) does not satisfy that requirement"),
     r("cli.unknown_flag", "command line", Config, 0.9, r"(?i)^(?:error: )?(?:unknown|unrecognized|invalid) (?:option|flag|argument|command|subcommand)s?\b|flag provided but not defined: (?P<cmd>\S+)|error: unrecognized arguments:|error: Found argument '(?P<cmd2>[^']+)' which wasn't expected|Unknown (?:option|command|argument):? '?(?P<cmd3>[^'\s]+)|^Error: (?:No such (?:command|option)|Invalid value for|Missing (?:option|argument)) ['\x22]?(?P<cmd4>[^'\x22\s.]+)|: error: (?:the following arguments are required|argument \S+: invalid)"),
     // A linter run without its configuration file.
+    // A shareable config or plugin the ESLint config names is not
+    // installed: a missing package (`eslint-config-prettier`).
+    r("eslint.missing_package", "eslint", Dependency, 0.9, r#"ESLint couldn't find the (?:config|plugin) "(?P<pkg>[^"]+)""#),
     r("eslint.config", "eslint", Config, 0.9, r"ESLint couldn't find (?:an eslint\.config\.|a configuration file)|^No ESLint configuration found|Configuration for rule \x22[^\x22]+\x22 is invalid"),
     // RuboCop refusing its configuration file: a cop renamed, removed or
     // unknown to the version the build installed.
@@ -614,7 +620,7 @@ pub const RULES: &[Rule] = &[
     r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
     r("ci.travis", "travis", Config, 1.0, r"(?i)^(?:ERROR: )?(?:invalid|could not parse|unable to parse) \.travis\.yml|Could not find \.travis\.yml|unsupported language|^This job (?:was configured|is configured) to|language: \w+ is not supported"),
-    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]"),
+    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]|Unable to process file command '\w+' successfully|Dependencies lock file is not found in \S+\. Supported file patterns\b"),
     r("ci.runtime_version", "ci", Config, 0.9, r"^Version '(?P<ver>[^']+)' not found - try `nvm ls-remote`|^N/A: version \x22(?P<ver2>[^\x22]+)\x22 is not yet installed|Unable to download (?P<ver3>\S+) archive\. The archive may not exist"),
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
@@ -705,7 +711,7 @@ pub const RULES: &[Rule] = &[
     r("os.resource_limit", "machine", Infra, 0.8, r"(?i)\btoo many open files\b|\bE[MN]FILE\b|\bfork: (?:retry: )?Resource temporarily unavailable|\bcannot fork\b"),
     // A test browser or build daemon that went away, a service still starting.
     r("karma.browser_lost", "karma", Infra, 0.9, r"Disconnected,? because no message in \d+ ?ms|Executed \d+ of \d+ DISCONNECTED|failed \d+ times \(timeout\)\. Giving up\.|\bNo captured browser\b"),
-    r("gradle.daemon", "gradle", Infra, 0.9, r"Gradle build daemon disappeared unexpectedly|The daemon has terminated unexpectedly|Gradle Test Executor \d+ finished with non-zero exit value (?:137|143)"),
+    r("gradle.daemon", "gradle", Infra, 0.9, r"Gradle build daemon disappeared unexpectedly|Gradle build daemon has been stopped: since the JVM garbage collector is thrashing|The daemon has terminated unexpectedly|Gradle Test Executor \d+ finished with non-zero exit value (?:137|143)"),
     r("service.starting", "service", Infra, 0.7, r"the database system is starting up|Sauce Connect could not establish a connection|Sauce Connect .*(?:failed|timed out)|Service container \S+ failed|service is unhealthy|dependency failed to start: container \S+ is unhealthy"),
     r("network.bind", "network", Infra, 0.9, r"(?i)\bbind: address already in use\b|\bEADDRINUSE\b|Address already in use"),
     r("network.fetch_failed", "network", Infra, 0.7, r"^(?:W|E): Failed to fetch |^Err:\d+ https?://|Unable to fetch some archives|Hash Sum mismatch|Failed to download .* (?:timed out|after \d+ attempts)|Could not fetch specs from https?://|keyserver receive failed|download failed|Could not transfer artifact .* (?:Connection|timed out|Read timed out)|Unable to load the service index for source|\bnetwork request to \S+ failed\b|ERR_PNPM_(?:META_FETCH_FAIL|FETCH_5\d\d)"),
@@ -735,6 +741,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("xctest.crashed", "xcpretty.failed"),
     // PubGrub words Poetry shares with SwiftPM and Dart.
     ("poetry.resolve", "swiftpm.resolve"),
+    ("mypy.missing_stubs", "mypy.error"),
     ("yaml.content", "yaml.config"),
     ("cc.missing_header", "cc.error"),
     ("swift.no_module", "swift.error"),
