@@ -3406,3 +3406,14 @@ fn a_gradle_daemon_stopped_for_memory_is_the_machine() {
         "gradle.daemon",
     );
 }
+
+#[test]
+fn setup_ruby_asked_for_a_version_the_runner_image_does_not_have() {
+    diagnosed_by(
+        "Run ruby/setup-ruby@v1\n\
+         ##[error]Unknown version 2.3 for ruby on ubuntu-22.04\n\
+         \x20       available versions for ruby on ubuntu-22.04: 2.6.10, 2.7.8, 3.0.6",
+        Category::ConfigError,
+        "ci.github_actions",
+    );
+}
