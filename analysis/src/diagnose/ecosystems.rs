@@ -3417,3 +3417,46 @@ fn setup_ruby_asked_for_a_version_the_runner_image_does_not_have() {
         "ci.github_actions",
     );
 }
+
+#[test]
+fn a_traceback_that_ends_the_failed_step_was_not_caught_whatever_was_logged_above_it() {
+    // Written for this test: a script that logs its progress at INFO and
+    // dies of an uncaught error, the last thing its step prints.
+    let log = "$ python -m sitegen build\n\
+         INFO sitegen: reading 42 pages from docs/\n\
+         Traceback (most recent call last):\n\
+         \x20 File \"/home/travis/build/acme/site/sitegen/tree.py\", line 31, in build\n\
+         \x20   return build(child, depth + 1)\n\
+         RecursionError: maximum recursion depth exceeded\n\
+         \n\
+         The command \"python -m sitegen build\" exited with 1.\n\
+         \n\
+         Done. Your build exited with 1.\n";
+    let d = diagnose(&excerpt_of_text(log));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(
+        d.decided_by.contains("python.exception"),
+        "{}",
+        d.decided_by
+    );
+    // The same trace a logger printed while the program went on is not the
+    // failure: the step failed on what came after it.
+    let logged = "$ python -m sitegen build\n\
+         INFO sitegen: page cache cold, rebuilding\n\
+         Traceback (most recent call last):\n\
+         \x20 File \"/home/travis/build/acme/site/sitegen/cache.py\", line 12, in load\n\
+         \x20   return pickle.load(f)\n\
+         RecursionError: maximum recursion depth exceeded\n\
+         INFO sitegen: wrote 42 pages\n\
+         INFO sitegen: checking links\n\
+         INFO sitegen: all pages written\n\
+         The command \"python -m sitegen build\" exited with 1.\n\
+         \n\
+         Done. Your build exited with 1.\n";
+    let d = diagnose(&excerpt_of_text(logged));
+    assert!(
+        !d.decided_by.contains("python.exception"),
+        "{}",
+        d.decided_by
+    );
+}

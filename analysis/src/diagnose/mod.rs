@@ -428,7 +428,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
                 || (step_failed && crate::logs::passed::inside(&excerpt.passed_steps, no))
         })
         .collect();
-    let mut trace = LoggedTrace::default();
+    let mut trace = LoggedTrace::new(excerpt);
     for l in excerpt.read_lines() {
         if seen_lines.contains(&l.line_no) {
             continue;
@@ -447,7 +447,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let tail = tail_says(excerpt);
     if hits.is_empty() && tail != TailSays::Cause && !excerpt.evidence.is_empty() {
         let seen_before = seen_lines.len();
-        let mut trace = LoggedTrace::default();
+        let mut trace = LoggedTrace::new(excerpt);
         for l in excerpt.likely_lines() {
             if seen_lines.contains(&l.line_no) {
                 continue;
@@ -474,7 +474,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let after_footer = after_the_footer(excerpt);
     if !excerpt.evidence.is_empty() && !hits.is_empty() && !hits.iter().any(|h| h.fallback) {
         let mut shown = Vec::new();
-        let mut trace = LoggedTrace::default();
+        let mut trace = LoggedTrace::new(excerpt);
         for l in excerpt.likely_lines() {
             if seen_lines.contains(&l.line_no) || after_footer(l.line_no) {
                 continue;
@@ -513,7 +513,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
     let nothing_read = hits.is_empty();
     // A cause printed away from the excerpt's block still explains it;
     // symptoms there (other tests' reports) add nothing.
-    let mut trace = LoggedTrace::default();
+    let mut trace = LoggedTrace::new(excerpt);
     for l in &excerpt.aside {
         if seen_lines.contains(&l.line_no) {
             continue;
@@ -1127,6 +1127,8 @@ static TRACE_MORE: LazyLock<Regex> = LazyLock::new(|| {
 struct LoggedTrace {
     prev: Option<u64>,
     state: TraceState,
+    /// Lines of failed steps' footers ([`Excerpt::failed_steps`]).
+    footers: Vec<u64>,
 }
 
 /// Whether a stack trace's record was a warning (`true`) or an error.
@@ -1165,7 +1167,21 @@ impl Logged {
     }
 }
 
+/// Lines from a traceback's last line to the failed step's footer within
+/// which the error ended the step.
+const ENDS_STEP: u64 = 3;
+
 impl LoggedTrace {
+    /// A tracer that knows where the excerpt's failed steps ended: a
+    /// Python traceback whose error is the last thing a failed step printed
+    /// was not caught, whatever record a logger wrote above it.
+    fn new(excerpt: &Excerpt) -> Self {
+        Self {
+            footers: excerpt.failed_steps.iter().map(|s| s.line_no).collect(),
+            ..Self::default()
+        }
+    }
+
     /// Before line `no` is read, shows the tracer the line above it when
     /// the excerpt holds it but the reading starts below it (the record a
     /// block's trace belongs to, shown as context).
@@ -1208,6 +1224,8 @@ impl LoggedTrace {
             TraceState::Python(warned) => {
                 if text.starts_with(char::is_whitespace) {
                     self.state = TraceState::Python(warned);
+                } else if self.footers.iter().any(|&f| f > no && f - no <= ENDS_STEP) {
+                    return Logged::No;
                 }
                 return Logged::of(warned);
             }
