@@ -3460,3 +3460,35 @@ fn a_traceback_that_ends_the_failed_step_was_not_caught_whatever_was_logged_abov
         d.decided_by
     );
 }
+
+#[test]
+fn a_coverage_gate_that_failed_is_a_check_on_the_code() {
+    // Written for this test, in JaCoCo's, pytest-cov's, Jest's, nyc's and
+    // coverage.py's words.
+    for text in [
+        "[ERROR] Failed to execute goal org.jacoco:jacoco-maven-plugin:0.8.11:check (check) on project ledger: Coverage checks have not been met. See log for details.",
+        "FAIL Required test coverage of 90% not reached. Total coverage: 87.21%",
+        "Jest: \"global\" coverage threshold for branches (80%) not met: 74.5%",
+        "ERROR: Coverage for lines (71.3%) does not meet global threshold (85%)",
+        "Coverage failure: total of 78 is less than fail-under=90",
+    ] {
+        diagnosed_by(text, Category::CodeError, "check.coverage");
+    }
+}
+
+#[test]
+fn a_release_tool_without_its_token_and_a_gradle_toolchain_not_installed_are_configuration() {
+    // Written for this test: semantic-release's error codes, and Gradle
+    // asking for a JDK the runner does not have.
+    for text in [
+        "[12:01:02 PM] [semantic-release] › ✘  ENOGHTOKEN No GitHub token specified.",
+        "[semantic-release] › ✘  EINVALIDNPMTOKEN Invalid npm token.",
+    ] {
+        diagnosed_by(text, Category::ConfigError, "env.credentials");
+    }
+    diagnosed_by(
+        "   > Cannot find a Java installation on your machine matching this tasks requirements: {languageVersion=21, vendor=any, implementation=vendor-specific} for LINUX on x86_64.",
+        Category::ConfigError,
+        "jdk.version",
+    );
+}

@@ -476,6 +476,10 @@ pub const RULES: &[Rule] = &[
     r("check.bundle_size", "bundle size", Lint, 0.9, r"^FAIL\s+\S+: [\d.]+\s?[kKMG]?B > maxSize [\d.]+\s?[kKMG]?B|Package size limit has exceeded by|^\s*Size limit has exceeded"),
     r("check.static_analysis", "spotbugs / pmd", Lint, 0.9, r"\bfailed with [1-9]\d* bugs? and \d+ errors?\b|You have [1-9]\d* (?:PMD|CPD) violations?|^(?:\[ERROR\] )?(?:Medium|High|Low|Scary|Troubling|Of Concern): .* \[(?:\w+ ){0,2}\w+\] .*(?:At|In) \w+\.java:\[line \d+\]"),
     r("check.license", "licence check", Lint, 0.9, r"Too many files with unapproved licen[cs]e|Some files do not have the expected license header|Missing header in: |License header (?:check failed|is missing)"),
+    // A coverage gate (JaCoCo's `check` goal, pytest-cov's `--cov-fail-under`,
+    // Jest's and nyc's thresholds, coverage.py's `fail_under`): the tests
+    // passed, a check on the code did not.
+    r("check.coverage", "coverage gate", Lint, 0.8, r"Coverage checks have not been met|Required test coverage of [\d.]+% not reached|coverage threshold for (?:statements|branches|lines|functions) \([\d.]+%\) not met|Coverage for (?:lines|statements|functions|branches) \([\d.]+%\) does not meet (?:global )?threshold|Coverage failure: total of [\d.]+ is less than fail-under="),
     r("check.docs", "documentation", Lint, 0.8, r"^Warning, treated as error:$|MavenReportException: Error while generating Javadoc|^(?:\[ERROR\] )?javadoc: error - |build finished with problems, \d+ warnings?"),
 
     // ---------------------------------------------------------- dependencies
@@ -588,7 +592,7 @@ pub const RULES: &[Rule] = &[
     r("ruby.script_missing", "ruby", Config, 0.9, r"^ruby: No such file or directory -- (?P<file>\S+) \(LoadError\)"),
     r("gradle.config", "gradle", Config, 0.9, r"Task '(?P<cmd>[^']+)' not found in (?:root )?project|Could not compile (?:build|settings|script) file '(?P<file>[^']+)'|Could not find method (?P<msg>\w+\(\)) for arguments|A problem occurred (?:evaluating|configuring) (?:root )?project|Could not get unknown property|Gradle requires Java|Unsupported class file major version|Could not determine java version|Could not find or load main class org\.gradle\.wrapper"),
     r("maven.config", "maven", Config, 1.0, r#"Unknown lifecycle phase "(?P<cmd>[^"]+)"|The goal you specified requires a project to execute but there is no POM|Non-readable POM|invalid target release: (?P<ver>\S+)|Source option (?P<ver2>\d+) is no longer supported|No goals have been specified for this build|requires Maven version"#),
-    r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)|No matching toolchains found for requested specification|Unsupported class file major version \d+|Require(?:Java|Maven)Version failed with message|Detected (?:JDK|Maven) [Vv]ersion \S+ .*is not in the allowed range"),
+    r("jdk.version", "jvm", Config, 0.9, r"UnsupportedClassVersionError|has been compiled by a more recent version of the Java Runtime|release version (?P<ver>\d+) not supported|JAVA_HOME is (?:not set|set to an invalid directory)|No matching toolchains found for requested specification|Cannot find a Java installation on your machine(?: \([^)]*\))? matching|Unsupported class file major version \d+|Require(?:Java|Maven)Version failed with message|Detected (?:JDK|Maven) [Vv]ersion \S+ .*is not in the allowed range"),
     // The Android SDK platform or licence the build configuration names
     // is not installed or not accepted on the machine.
     r("android.sdk_version", "android sdk", Config, 0.9, r"Failed to find target with hash string '(?P<ver>[^']+)'|You have not accepted the license agreements of the following SDK components|Failed to find Build Tools revision (?P<ver2>[\d.]+)|SDK location not found\. Define location with"),
@@ -656,7 +660,7 @@ pub const RULES: &[Rule] = &[
     r("env.unauthorized", "credentials", Config, 0.8, r"(?i)(?:HTTP(?:/[\d.]+)?|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|Return code is: 401\b|ReasonPhrase: ?Unauthorized|\bE401\b"),
     // A cloud's, a registry's or a CLI's credentials the job was to be
     // given (a secret not passed, a login not done).
-    r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions|Token required because branch is protected"),
+    r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions|Token required because branch is protected|\bE(?:NO|INVALID)(?:GH|GL|NPM)TOKEN\b|No (?:GitHub|GitLab|npm) token specified"),
     // Decrypting a file with keys the job was not given (a pull request
     // from a fork gets no secrets): openssl's `-K $key -iv $iv` with both
     // empty reads `-iv` as the key and says `iv undefined`; wrong keys end
