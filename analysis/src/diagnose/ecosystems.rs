@@ -3492,3 +3492,58 @@ fn a_release_tool_without_its_token_and_a_gradle_toolchain_not_installed_are_con
         "jdk.version",
     );
 }
+
+#[test]
+fn pyright_bandit_detekt_and_robot_framework_report_in_their_own_words() {
+    // Written for this test, in each tool's console format.
+    diagnosed_by(
+        "  /home/runner/work/tides/tides/src/tides/reader.py:42:24 - error: Argument of type \"str | None\" cannot be assigned to parameter \"path\" of type \"str\"",
+        Category::CodeError,
+        "pyright.error",
+    );
+    diagnosed_by(
+        "2 errors, 0 warnings, 0 informations ",
+        Category::CodeError,
+        "pyright.error",
+    );
+    diagnosed_by(
+        ">> Issue: [B602:subprocess_popen_with_shell_equals_true] subprocess call with shell=True identified, security issue.",
+        Category::CodeError,
+        "bandit.issue",
+    );
+    diagnosed_by(
+        "> Analysis failed with 4 weighted issues.",
+        Category::CodeError,
+        "detekt",
+    );
+    diagnosed_by(
+        "Refund Restores Stock Level                                   | FAIL |\n\
+         Expected 12 but was 11",
+        Category::TestFailure,
+        "robot.fail",
+    );
+    // Zero failures is no failure.
+    not_diagnosed("4 tests, 4 passed, 0 failed", Category::TestFailure);
+}
+
+#[test]
+fn uv_unsatisfiable_requirements_an_upload_with_no_files_and_no_aws_region() {
+    // Written for this test: uv's resolver, actions/upload-artifact with
+    // `if-no-files-found: error`, and the AWS CLI without a region.
+    diagnosed_by(
+        "  × No solution found when resolving dependencies:\n\
+         \x20 ╰─▶ Because tidekit==0.3.1 depends on numpy<2 and your project depends on numpy>=2.1, we can conclude that your project's requirements are unsatisfiable.",
+        Category::DependencyError,
+        "uv.resolve",
+    );
+    diagnosed_by(
+        "##[error]No files were found with the provided path: build/reports/tests/. No artifacts will be uploaded.",
+        Category::ConfigError,
+        "ci.github_actions",
+    );
+    diagnosed_by(
+        "You must specify a region. You can also configure your region by running \"aws configure\".",
+        Category::ConfigError,
+        "env.credentials",
+    );
+}

@@ -143,6 +143,9 @@ pub const RULES: &[Rule] = &[
     r("jasmine.summary", "jasmine", TestSummary, 0.8, r"^\d+ specs?, [1-9]\d* failures?"),
     r("chai.assertion", "chai", Assertion, 0.9, r"^AssertionError(?: \[ERR_ASSERTION\])?: (?P<msg>.+)"),
     r("tap.notok", "tap", TestFailed, 0.8, r"^not ok \d+ (?:- )?(?P<test>.+)$"),
+    // Robot Framework's console: a test or suite line ending `| FAIL |`,
+    // and its `N tests, P passed, F failed` statistics.
+    r("robot.fail", "robot framework", TestFailed, 0.9, r"^(?P<test>\S.*?)\s+\| FAIL \|$|^\d+ tests?, \d+ passed, [1-9]\d* failed"),
     r("tap.summary", "tap", TestSummary, 0.7, r"^# fail(?:s|ed)?\s+[1-9]\d*$"),
     r("qunit.failed", "qunit", TestFailed, 0.8, r"^(?:Test|Module) Failed: (?P<test>.+)$"),
     r("qunit.assertion", "qunit", Assertion, 0.8, r"^Assertion Failed:"),
@@ -320,6 +323,8 @@ pub const RULES: &[Rule] = &[
     // names the `types-*` package to add).
     r("mypy.missing_stubs", "mypy", Dependency, 0.9, r#"error: Library stubs not installed for "(?P<pkg>[\w.]+)""#),
     r("mypy.error", "mypy", Compile, 0.9, r"^(?P<file>[\w./-]+\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):)? error: (?P<msg>.+?)(?:  \[(?P<code>[\w-]+)\])?$"),
+    // Pyright's CLI: `path.py:42:24 - error: message`, and its summary.
+    r("pyright.error", "pyright", Compile, 0.9, r"^(?P<file>/?[\w./-]+\.pyi?):(?P<line>\d+):(?P<col>\d+) - error: (?P<msg>.+)$|^[1-9]\d* errors?, \d+ warnings?, \d+ informations?\s*$"),
     // Compilers of other languages, in their own formats.
     r("clojure.compile", "clojure", Compile, 0.9, r"Unable to resolve (?:symbol|var|classname): (?P<msg>\S+)(?: in this context)?, compiling:\((?P<file>[\w./-]+\.clj[sc]?):(?P<line>\d+)|^Syntax error (?:\(\w+\) )?(?:compiling|macroexpanding|reading source) (?:\S+ )?at \((?P<file2>[\w./-]+\.clj[sc]?):(?P<line2>\d+)"),
     r("perl.compile", "perl", Compile, 0.9, r#"^Global symbol "[$@%]\w+" requires explicit package name|^syntax error at (?P<file>\S+) line (?P<line>\d+), near|^Bareword "\w+" not allowed while "strict subs"|\bhad compilation errors\.$|^Compilation failed in require at (?P<file2>\S+) line (?P<line2>\d+)"#),
@@ -480,6 +485,10 @@ pub const RULES: &[Rule] = &[
     // Jest's and nyc's thresholds, coverage.py's `fail_under`): the tests
     // passed, a check on the code did not.
     r("check.coverage", "coverage gate", Lint, 0.8, r"Coverage checks have not been met|Required test coverage of [\d.]+% not reached|coverage threshold for (?:statements|branches|lines|functions) \([\d.]+%\) not met|Coverage for (?:lines|statements|functions|branches) \([\d.]+%\) does not meet (?:global )?threshold|Coverage failure: total of [\d.]+ is less than fail-under="),
+    // Bandit's findings (`>> Issue: [B602:subprocess_popen_with_shell_equals_true] …`)
+    // and detekt's verdict on its weighted issues.
+    r("bandit.issue", "bandit", Lint, 0.9, r"^>> Issue: \[(?P<code>B\d{3}):\w+\] (?P<msg>.+)$"),
+    r("detekt", "detekt", Lint, 1.0, r"(?:Analysis|Build) failed with [1-9]\d* weighted issues?"),
     r("check.docs", "documentation", Lint, 0.8, r"^Warning, treated as error:$|MavenReportException: Error while generating Javadoc|^(?:\[ERROR\] )?javadoc: error - |build finished with problems, \d+ warnings?"),
 
     // ---------------------------------------------------------- dependencies
@@ -508,6 +517,8 @@ pub const RULES: &[Rule] = &[
     r("pip.hashes", "pip", Dependency, 1.0, r"THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE|Hashes are required in --require-hashes mode"),
     // Poetry's resolver (PubGrub, as SwiftPM's and Dart's): the package
     // named is what did not resolve.
+    // uv's resolver (PubGrub, like Poetry's and Bundler's).
+    r("uv.resolve", "uv", Dependency, 1.0, r"No solution found when resolving dependencies|requirements are unsatisfiable\b"),
     r("poetry.resolve", "poetry", Dependency, 1.0, r"^Because [\w.-]+ depends on (?P<pkg>[\w.\[\]-]+) \((?P<ver>[^)]+)\) which doesn't match any versions, version solving failed\.?$|^(?:The current project's Python requirement|pyproject\.toml changed significantly since poetry\.lock was last generated)"),
     r("pip.build", "pip", Dependency, 0.8, r"Failed building wheel for (?P<pkg>[\w.-]+)|Command \S*python\S* setup\.py egg_info\S* failed|error: subprocess-exited-with-error|Could not build wheels for (?P<pkg2>[\w.-]+)|^error: Setup script exited with error|Microsoft Visual C\+\+ [\d.]+ (?:or greater )?is required"),
     // setuptools' own resolution (setup_requires, pkg_resources at start-up, easy_install).
@@ -624,7 +635,7 @@ pub const RULES: &[Rule] = &[
     r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
     r("ci.travis", "travis", Config, 1.0, r"(?i)^(?:ERROR: )?(?:invalid|could not parse|unable to parse) \.travis\.yml|Could not find \.travis\.yml|unsupported language|^This job (?:was configured|is configured) to|language: \w+ is not supported"),
-    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]|Unable to process file command '\w+' successfully|Dependencies lock file is not found in \S+\. Supported file patterns\b|^Unknown version (?P<ver4>\S+) for (?:ruby|jruby|truffleruby) on \S+"),
+    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]|Unable to process file command '\w+' successfully|Dependencies lock file is not found in \S+\. Supported file patterns\b|No files were found with the provided path: \S+?\.? No artifacts will be uploaded|^Unknown version (?P<ver4>\S+) for (?:ruby|jruby|truffleruby) on \S+"),
     r("ci.runtime_version", "ci", Config, 0.9, r"^Version '(?P<ver>[^']+)' not found - try `nvm ls-remote`|^N/A: version \x22(?P<ver2>[^\x22]+)\x22 is not yet installed|Unable to download (?P<ver3>\S+) archive\. The archive may not exist"),
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
@@ -660,7 +671,7 @@ pub const RULES: &[Rule] = &[
     r("env.unauthorized", "credentials", Config, 0.8, r"(?i)(?:HTTP(?:/[\d.]+)?|status(?: code)?:?) ?401\b|401 Unauthorized|\bBad credentials\b|Return code is: 401\b|ReasonPhrase: ?Unauthorized|\bE401\b"),
     // A cloud's, a registry's or a CLI's credentials the job was to be
     // given (a secret not passed, a login not done).
-    r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions|Token required because branch is protected|\bE(?:NO|INVALID)(?:GH|GL|NPM)TOKEN\b|No (?:GitHub|GitLab|npm) token specified"),
+    r("env.credentials", "credentials", Config, 0.9, r"Credentials could not be loaded|Could not load credentials from any providers|Unable to locate credentials\b|No valid credential sources found|set the GH_TOKEN environment variable|\bcode ENEEDAUTH\b|need auth This command requires you to be logged in|You cannot publish over the previously published versions|Token required because branch is protected|\bE(?:NO|INVALID)(?:GH|GL|NPM)TOKEN\b|No (?:GitHub|GitLab|npm) token specified|You must specify a region\b"),
     // Decrypting a file with keys the job was not given (a pull request
     // from a fork gets no secrets): openssl's `-K $key -iv $iv` with both
     // empty reads `-iv` as the key and says `iv undefined`; wrong keys end
