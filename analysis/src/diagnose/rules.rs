@@ -517,9 +517,9 @@ pub const RULES: &[Rule] = &[
     r("pip.hashes", "pip", Dependency, 1.0, r"THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE|Hashes are required in --require-hashes mode"),
     // Poetry's resolver (PubGrub, as SwiftPM's and Dart's): the package
     // named is what did not resolve.
+    r("poetry.resolve", "poetry", Dependency, 1.0, r"^Because [\w.-]+ depends on (?P<pkg>[\w.\[\]-]+) \((?P<ver>[^)]+)\) which doesn't match any versions, version solving failed\.?$|^(?:The current project's Python requirement|pyproject\.toml changed significantly since poetry\.lock was last generated)"),
     // uv's resolver (PubGrub, like Poetry's and Bundler's).
     r("uv.resolve", "uv", Dependency, 1.0, r"No solution found when resolving dependencies|requirements are unsatisfiable\b"),
-    r("poetry.resolve", "poetry", Dependency, 1.0, r"^Because [\w.-]+ depends on (?P<pkg>[\w.\[\]-]+) \((?P<ver>[^)]+)\) which doesn't match any versions, version solving failed\.?$|^(?:The current project's Python requirement|pyproject\.toml changed significantly since poetry\.lock was last generated)"),
     r("pip.build", "pip", Dependency, 0.8, r"Failed building wheel for (?P<pkg>[\w.-]+)|Command \S*python\S* setup\.py egg_info\S* failed|error: subprocess-exited-with-error|Could not build wheels for (?P<pkg2>[\w.-]+)|^error: Setup script exited with error|Microsoft Visual C\+\+ [\d.]+ (?:or greater )?is required"),
     // setuptools' own resolution (setup_requires, pkg_resources at start-up, easy_install).
     r("setuptools.resolve", "setuptools", Dependency, 0.9, r"pkg_resources\.(?:Contextual)?VersionConflict\b|\bVersionConflict: \(|Could not find suitable distribution for Requirement\.parse\('(?P<pkg>[\w.-]+)|No local packages or working download links found for (?P<pkg2>[\w.-]+)|Could not find a version that matches (?P<pkg3>[\w.-]+)|Could not satisfy constraints for package '(?P<pkg4>[\w.-]+)'"),
