@@ -29,7 +29,7 @@ fn every_probe_reads_as_the_category_its_name_gives() {
         ..ExcerptOptions::default()
     };
     let (mut read, mut wrong) = (0, Vec::new());
-    for shape in ["gha", "travis"] {
+    for shape in ["gha", "jenkins", "travis"] {
         let mut files: Vec<_> = std::fs::read_dir(root.join(shape))
             .expect("probe folder")
             .map(|e| e.expect("probe entry").path())

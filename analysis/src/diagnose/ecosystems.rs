@@ -3547,3 +3547,145 @@ fn uv_unsatisfiable_requirements_an_upload_with_no_files_and_no_aws_region() {
         "env.credentials",
     );
 }
+
+#[test]
+fn a_step_that_failed_after_the_first_on_its_own_words_holds_the_answer_for_review() {
+    // Written for this test: a workflow whose linter step may fail
+    // (`continue-on-error`), then a test step that failed on its own.
+    let lint = r#"##[group]Run yarn lint
+yarn lint
+shell: /usr/bin/bash -e {0}
+##[endgroup]
+yarn run v1.22.21
+$ eslint src --ext .ts,.tsx
+
+/home/runner/work/tally/tally/src/pages/Ledger.tsx
+  9:10  error  'groupBy' is defined but never used  @typescript-eslint/no-unused-vars
+
+✖ 1 problem (1 error, 0 warnings)
+error Command failed with exit code 1.
+info Visit https://yarnpkg.com/en/docs/cli/run for documentation about this command.
+##[error]Process completed with exit code 1.
+##[group]Run yarn test --ci --watchAll=false
+"#;
+    let failed_tests = r#"yarn test --ci --watchAll=false
+shell: /usr/bin/bash -e {0}
+##[endgroup]
+yarn run v1.22.21
+$ jest --ci --watchAll=false
+PASS src/utils/__tests__/slugify.test.ts
+PASS src/components/__tests__/StarButton.test.tsx
+  ● Console
+
+    console.error
+      [api] could not load stars TypeError: Failed to fetch
+          at fetchStars (/home/runner/work/tally/tally/src/api/stars.ts:12:11)
+
+      at logError (src/api/client.ts:31:13)
+
+PASS src/components/__tests__/SearchBox.test.tsx
+FAIL src/utils/__tests__/scaleTotals.test.ts
+  ● scaleTotals › rounds fractional cups to the nearest quarter
+
+    expect(received).toEqual(expected) // deep equality
+
+    - Expected  - 1
+    + Received  + 1
+
+      {
+    -   "amount": 1.75,
+    +   "amount": 1.7,
+        "unit": "cup",
+      }
+
+      22 |   it('rounds fractional cups to the nearest quarter', () => {
+      23 |     const result = scaleTotals({ amount: 0.68, unit: 'cup' }, 2.5);
+    > 24 |     expect(result).toEqual({ amount: 1.75, unit: 'cup' });
+         |                    ^
+      25 |   });
+      26 |
+
+      at Object.toEqual (src/utils/__tests__/scaleTotals.test.ts:24:20)
+
+PASS src/pages/__tests__/Ledger.test.tsx
+PASS src/components/__tests__/RecipeCard.test.tsx
+
+Test Suites: 1 failed, 5 passed, 6 total
+Tests:       1 failed, 47 passed, 48 total
+Snapshots:   4 passed, 4 total
+Time:        8.317 s
+Ran all test suites.
+error Command failed with exit code 1.
+info Visit https://yarnpkg.com/en/docs/cli/run for documentation about this command.
+##[error]Process completed with exit code 1.
+Post job cleanup.
+"#;
+    let d = diagnose(&excerpt_of_text(&format!("{lint}{failed_tests}")));
+    assert!(
+        d.confidence <= ONLY_COUNTS_CONFIDENCE
+            && d.decided_by
+                .contains("a step that failed later reads TEST_FAILURE"),
+        "{} {}",
+        d.confidence,
+        d.decided_by
+    );
+    // When the tests pass, the linter is the only failure and its answer
+    // completes on its own.
+    let passed = "yarn run v1.22.21\n\
+         $ jest --ci --watchAll=false\n\
+         PASS src/utils/__tests__/scaleTotals.test.ts\n\
+         Tests:       48 passed, 48 total\n\
+         Done in 9.12s.\n\
+         Post job cleanup.\n";
+    let d = diagnose(&excerpt_of_text(&format!("{lint}{passed}")));
+    assert_eq!(d.category, Category::CodeError, "{}", d.decided_by);
+    assert!(d.confidence >= 0.85, "{} {}", d.confidence, d.decided_by);
+}
+
+#[test]
+fn dash_errors_poetry_on_the_wrong_python_and_a_missing_working_directory_are_configuration() {
+    // Written for this test: dash (the `/bin/sh` a Jenkins `sh` step runs)
+    // refusing a script and missing a tool, Poetry on a Python the project
+    // does not support, and a workflow step's working directory absent.
+    diagnosed_by(
+        "/home/jenkins/workspace/tally_main@tmp/durable-1a2b3c4d/script.sh.copy: 1: ./gradlew: Permission denied",
+        Category::ConfigError,
+        "shell.permission",
+    );
+    diagnosed_by(
+        "/home/jenkins/workspace/tally_main@tmp/durable-1a2b3c4d/script.sh.copy: 1: mvn: not found",
+        Category::ConfigError,
+        "shell.command_not_found",
+    );
+    diagnosed_by(
+        "The currently activated Python version 3.9.18 is not supported by the project (>=3.10,<4.0).\n\
+         Trying to find and use a compatible version.\n\
+         Poetry was unable to find a compatible version. If you have one, you can explicitly use it via the \"env use\" command.",
+        Category::ConfigError,
+        "python.version",
+    );
+    diagnosed_by(
+        "##[error]An error occurred trying to start process '/usr/bin/bash' with working directory '/home/runner/work/tally/tally/apps/web'. No such file or directory",
+        Category::ConfigError,
+        "ci.github_actions",
+    );
+}
+
+#[test]
+fn a_full_disk_while_installing_into_site_packages_is_the_machine_alone() {
+    // Written for this test: pip's words when the disk fills mid-install.
+    let d = diagnosed_by(
+        "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device: '/home/jenkins/workspace/tally/.venv/lib/python3.12/site-packages/tally/data/rates.bin'",
+        Category::InfraError,
+        "disk",
+    );
+    assert!(d.confidence >= 0.85, "{} {}", d.confidence, d.decided_by);
+    // javac refusing the release the build asks for is the JDK selected,
+    // not a compile error beside it (the two tied at 0.35).
+    let d = diagnosed_by(
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.13.0:compile (default-compile) on project tally: Fatal error compiling: error: release version 21 not supported -> [Help 1]",
+        Category::ConfigError,
+        "jdk.version",
+    );
+    assert!(d.confidence >= 0.8, "{} {}", d.confidence, d.decided_by);
+}

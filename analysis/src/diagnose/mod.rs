@@ -210,6 +210,7 @@ static VENDORED: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A matched line with its captures, before aggregation.
+#[derive(Clone)]
 struct Hit {
     rule: usize,
     weight: f32,
@@ -222,6 +223,9 @@ struct Hit {
     /// block shown instead, or another block of the failed step. It votes,
     /// but what it decides goes to review.
     fallback: bool,
+    /// Read aside because another step failed after the first one
+    /// ([`later_steps`]).
+    later_step: bool,
     line_no: u64,
     line: String,
     captures: HashMap<&'static str, String>,
@@ -511,6 +515,7 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
     }
     let nothing_read = hits.is_empty();
+    let in_later_step = in_a_later_failed_step(excerpt);
     // A cause printed away from the excerpt's block still explains it;
     // symptoms there (other tests' reports) add nothing.
     let mut trace = LoggedTrace::new(excerpt);
@@ -529,9 +534,15 @@ fn excerpt_hits(excerpt: &Excerpt) -> Vec<Hit> {
         }
         let mut i = before;
         while i < hits.len() {
+            // A test report holds nothing back, unless a later step
+            // failed on it ([`later_steps`]).
             if rules::RULES[hits[i].rule].kind.reports_tests() {
-                hits.remove(i);
-                continue;
+                if in_later_step(hits[i].line_no) {
+                    hits[i].later_step = true;
+                } else {
+                    hits.remove(i);
+                    continue;
+                }
             }
             hits[i].aside = true;
             i += 1;
@@ -613,23 +624,55 @@ const LATER_STEP_WEIGHT: f32 = 0.5;
 /// steps) often fail because it did (`make` after `./configure` gave up)
 /// or report it again. Their findings count for less whenever the first
 /// failed step's lines hold one.
-fn later_steps(hits: &mut [Hit], excerpt: &Excerpt) {
-    // A command Travis retries (`failed. Retrying, 2 of 3.`) has no exit
-    // code: it may have passed on the next try.
-    let mut exited = excerpt
+///
+/// Yet a later step that failed on its own words may be the failure: a
+/// workflow runs the steps after a failed one only when that one may fail
+/// (`continue-on-error`, a linter allowed to complain) or when they run
+/// `always()`, and the log does not say which. So a decisive finding of a
+/// later failed step is also read aside at its full weight: it holds back
+/// an answer of another category for review, never changes it.
+fn later_steps(hits: &mut Vec<Hit>, excerpt: &Excerpt) {
+    let Some(first) = exited_steps(excerpt).next() else {
+        return;
+    };
+    let in_later_step = in_a_later_failed_step(excerpt);
+    if exited_steps(excerpt).nth(1).is_none() || !hits.iter().any(|h| h.line_no < first) {
+        return;
+    }
+    let mut held = Vec::new();
+    for h in hits
+        .iter_mut()
+        .filter(|h| h.line_no > first && !h.later_step)
+    {
+        if !h.aside && !h.tail && in_later_step(h.line_no) && h.weight >= LATER_STEP_CONFLICT {
+            held.push(Hit {
+                aside: true,
+                later_step: true,
+                ..h.clone()
+            });
+        }
+        h.weight *= LATER_STEP_WEIGHT;
+    }
+    hits.extend(held);
+}
+
+/// The footers of the failed steps that exited: a command Travis retries
+/// (`failed. Retrying, 2 of 3.`) has no exit code, as it may have passed
+/// on the next try.
+fn exited_steps(excerpt: &Excerpt) -> impl Iterator<Item = u64> + '_ {
+    excerpt
         .failed_steps
         .iter()
         .filter(|s| s.exit_code.is_some())
-        .map(|s| s.line_no);
-    let (Some(first), Some(_)) = (exited.next(), exited.next()) else {
-        return;
-    };
-    if !hits.iter().any(|h| h.line_no < first) {
-        return;
-    }
-    for h in hits.iter_mut().filter(|h| h.line_no > first) {
-        h.weight *= LATER_STEP_WEIGHT;
-    }
+        .map(|s| s.line_no)
+}
+
+/// Whether a line stands in a step that failed after the first failed
+/// step, before the last failed step's footer.
+fn in_a_later_failed_step(excerpt: &Excerpt) -> impl Fn(u64) -> bool + use<> {
+    let first = exited_steps(excerpt).next();
+    let last = exited_steps(excerpt).last();
+    move |no| first.zip(last).is_some_and(|(f, l)| f < no && no < l)
 }
 
 /// What the log's last lines say about the failure.
@@ -680,6 +723,11 @@ const SHOWN_CAUSE: f32 = 0.8;
 /// Weight from which evidence read aside holds back an answer it
 /// contradicts.
 const ASIDE_CONFLICT: f32 = 0.8;
+
+/// Weight from which a finding of a step that failed after the first one
+/// holds back an answer it contradicts: any tool's own report (a test
+/// runner naming a failed file), not bare vocabulary.
+const LATER_STEP_CONFLICT: f32 = 0.5;
 
 /// Diagnoses plain text (line numbers from 1): for tests and callers
 /// without an excerpt.
@@ -1320,6 +1368,7 @@ fn collect(hits: &mut Vec<Hit>, line_no: u64, text: &str) {
             tail: false,
             aside: false,
             fallback: false,
+            later_step: false,
             line_no,
             line: truncate_chars(text, MAX_FINDING_CHARS).to_string(),
             captures: caps,
@@ -1414,14 +1463,23 @@ fn diagnose_hits(mut hits: Vec<Hit>, command: Option<&str>, exit_code: Option<i3
                 .decided_by
                 .push_str("; read in another block: the lines read first held no recogniser");
         }
-        if let Some(h) = aside
-            .iter()
-            .find(|h| h.weight >= ASIDE_CONFLICT && rules::RULES[h.rule].kind.category() != winner)
-        {
+        if let Some(h) = aside.iter().find(|h| {
+            let floor = if h.later_step {
+                LATER_STEP_CONFLICT
+            } else {
+                ASIDE_CONFLICT
+            };
+            h.weight >= floor && rules::RULES[h.rule].kind.category() != winner
+        }) {
             diagnosis.confidence = diagnosis.confidence.min(ONLY_COUNTS_CONFIDENCE);
             diagnosis.decided_by.push_str(&format!(
-                "; held for review: line {} of another block reads {} ({})",
+                "; held for review: line {} of {} reads {} ({})",
                 h.line_no,
+                if h.later_step {
+                    "a step that failed later"
+                } else {
+                    "another block"
+                },
                 rules::RULES[h.rule].kind.category(),
                 rules::RULES[h.rule].id
             ));

@@ -580,14 +580,14 @@ pub const RULES: &[Rule] = &[
     r("dep.generic", "package manager", Dependency, 0.4, r"(?i)\b(?:unmet|missing|unresolved|unsatisfiable|conflicting) (?:peer )?dependenc(?:y|ies)\b|\bdependency resolution failed\b|\bversion conflict\b"),
 
     // ------------------------------------------------------- configuration
-    r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^(?:/\S*/)?(?:da|ba)?sh: \d+: (?P<cmd2>[\w./+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
+    r("shell.command_not_found", "shell", Config, 0.9, r"^(?:\S+: )?(?:(?:line )?\d+: )?(?P<cmd>[\w.+-]+): (?:command )?not found$|^(?:/\S*/)?(?:da|ba)?sh: \d+: (?P<cmd2>[\w./+-]+): not found$|^/\S+: line \d+: (?P<cmd3>[\w.+-]+): command not found$"),
     // Node could not start a program the build runs: it is not installed.
     r("node.spawn_enoent", "node", Config, 0.8, r"\bspawn (?P<cmd>[\w./-]+) ENOENT\b"),
     // A signing key the release step needs is not in the environment.
     r("gpg.secret_key", "gpg", Config, 0.8, r#"gpg: signing failed: (?:secret key not available|No secret key)|gpg: no default secret key|gpg: skipped "[^"]*": (?:No secret key|secret key not available)|gpg: decryption failed: No secret key"#),
     r("shell.env_unset", "shell", Config, 0.8, r"^(?:\S+: )?(?:line \d+: )?(?P<cmd>[A-Za-z_]\w*): (?:parameter null or not set|parameter not set|unbound variable)$"),
     r("shell.no_such_file", "shell", Config, 0.7, r"^(?P<file>\S+): line (?P<line>\d+): (?:cd: )?(?P<msg>\S+: No such file or directory)$|^(?:bash|sh|zsh): (?P<file2>\S+): No such file or directory$|^(?:\S+: line \d+: )?(?:cp|mv|ls|cat|ln|chmod|chown|cd|source|\.|tar|unzip): (?:cannot (?:stat|access|open) )?['`\x22]?(?P<file3>[^'`\x22:]+)['`\x22]?: No such file or directory$"),
-    r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:line \d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
+    r("shell.permission", "shell", Config, 0.8, r"(?i)^(?:\S+: )?(?:(?:line )?\d+: )?(?P<file>\S+): permission denied$|: Permission denied \(publickey"),
     r("windows.not_recognized", "windows shell", Config, 1.0, r"is not recognized as (?:an internal or external command|(?:the|a) name of a cmdlet, function, script file, or (?:operable|executable) program)"),
     r("rake.config", "rake", Config, 1.0, r"No Rakefile found \(looking for|Don't know how to build task '(?P<cmd>[^']+)'"),
     r("make.config", "make", Config, 0.8, r"No rule to make target '(?P<cmd>[^']+)'(?:, needed by|\.\s+Stop)|No targets specified and no makefile found|make: \*\*\* No rule to make target"),
@@ -612,7 +612,7 @@ pub const RULES: &[Rule] = &[
     // runners' `python3` without a setup step or a virtualenv): the job
     // picked the wrong interpreter, not a missing package.
     r("pip.externally_managed", "pip", Config, 0.9, r"^error: externally-managed-environment$|This environment is externally managed"),
-    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|could not find python interpreter with spec\(s\): (?P<ver5>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
+    r("python.version", "python", Config, 0.9, r"requires Python '?(?P<ver>[^']+)'? but the running Python is|^The currently activated Python version (?P<ver6>\S+) is not supported by the project|^Poetry was unable to find a compatible version\.|requires a different Python: (?P<ver4>\S+) not in|InterpreterNotFound: (?P<ver2>\S+)|could not find python interpreter with spec\(s\): (?P<ver5>\S+)|No (?:interpreter|Python) found for|Python (?P<ver3>[\d.]+) is not supported|python(?:[\d.]*): can't open file"),
     // A gem that needs a newer Ruby than the job runs: the dependency's
     // constraint cannot be met (its own Gemfile's `ruby` line is above).
     r("gem.ruby_conflict", "rubygems", Dependency, 0.9, r"(?:(?P<pkg>[\w.-]+) )?requires Ruby version (?P<ver>[><=~]+ ?[\d.]*\d)"),
@@ -635,7 +635,7 @@ pub const RULES: &[Rule] = &[
     r("cmake.error", "cmake", Config, 0.35, r"CMake Error(?: at (?P<file>[\w./-]+):(?P<line>\d+))?"),
     r("yaml.config", "yaml", Config, 0.8, r"(?:mapping values are not allowed in this context|did not find expected (?:key|node content|'-' indicator)|could not find expected ':'|found character that cannot start any token|cannot unmarshal|yaml: line \d+:)"),
     r("ci.travis", "travis", Config, 1.0, r"(?i)^(?:ERROR: )?(?:invalid|could not parse|unable to parse) \.travis\.yml|Could not find \.travis\.yml|unsupported language|^This job (?:was configured|is configured) to|language: \w+ is not supported"),
-    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]|Unable to process file command '\w+' successfully|Dependencies lock file is not found in \S+\. Supported file patterns\b|No files were found with the provided path: \S+?\.? No artifacts will be uploaded|^Unknown version (?P<ver4>\S+) for (?:ruby|jruby|truffleruby) on \S+"),
+    r("ci.github_actions", "github actions", Config, 1.0, r"Unable to resolve action `?(?P<pkg>[\w./@-]+)|An error occurred trying to start process '[^']+' with working directory '[^']+'|Invalid workflow file|The workflow is not valid|Input required and not supplied: (?P<cmd>\S+)|Can't find 'action\.ya?ml'|Unrecognized named-value|Unable to locate executable file: (?P<cmd2>\S+)|Version (?P<ver>\S+) with arch \S+ not found|Could not find a version that satisfied version spec|The version '(?P<ver2>[^']+)' with architecture '\S+' was not found|Unable to find (?:Node|Go) version '(?P<ver3>[^']+)' for platform|Could not find satisfied version for SemVer|Resource not accessible by integration|Permission to \S+ denied to github-actions\[bot\]|Unable to process file command '\w+' successfully|Dependencies lock file is not found in \S+\. Supported file patterns\b|No files were found with the provided path: \S+?\.? No artifacts will be uploaded|^Unknown version (?P<ver4>\S+) for (?:ruby|jruby|truffleruby) on \S+"),
     r("ci.runtime_version", "ci", Config, 0.9, r"^Version '(?P<ver>[^']+)' not found - try `nvm ls-remote`|^N/A: version \x22(?P<ver2>[^\x22]+)\x22 is not yet installed|Unable to download (?P<ver3>\S+) archive\. The archive may not exist"),
     r("ci.jenkins", "jenkins", Config, 1.0, r"No such DSL method '(?P<cmd>[^']+)'|WorkflowScript: \d+: (?P<msg>.+)|MissingPropertyException: No such property: (?P<cmd2>\w+)|Tool type \x22\w+\x22 does not have an install of|Step .* failed: No test report files were found|Couldn't find any revision to build|does not exist in the workspace|No such file or directory.*@tmp"),
     r("xcode.config", "xcodebuild", Config, 1.0, r"xcodebuild: error: (?:Unable to find a destination|The (?:project|workspace) named .* does not contain a scheme|'?.*'? does not exist)|does not contain a scheme named|Code ?Sign(?:ing)? (?:error|Error)|No (?:signing certificate|profile|provisioning profile)|requires a provisioning profile|xcode-select: error"),
@@ -705,7 +705,7 @@ pub const RULES: &[Rule] = &[
     // ------------------------------------------------------ infrastructure
     r("travis.no_output", "travis", Infra, 1.0, r"No output has been received in the last \d+m\d*s?, this potentially indicates a stalled build|The job exceeded the maximum time limit for jobs|The job exceeded the maximum log length|^Timeout \(\d+ minutes\) reached\. Terminating\b|Your test run exceeded \d+ (?:minutes|hour)"),
     r("travis.vm", "travis", Infra, 1.0, r"We were unable to start a VM|An error occurred while generating the build script|The build has been terminated|There was an error in the VM|Unable to connect to the (?:Travis CI|build) (?:API|server)"),
-    r("gha.runner", "github actions", Infra, 1.0, r"The runner has received a shutdown signal|lost communication with the server|has exceeded the maximum execution time of|The hosted runner encountered an error|The operation was canceled\.$|Received request to deprovision|No space left on device"),
+    r("gha.runner", "github actions", Infra, 1.0, r"The runner has received a shutdown signal|lost communication with the server|has exceeded the maximum execution time of|The hosted runner encountered an error|The operation was canceled\.$|Received request to deprovision"),
     r("jenkins.agent", "jenkins", Infra, 1.0, r"Agent went offline during the build|\bhudson\.remoting\.RequestAbortedException\b|^FATAL: java\.io\.StreamCorruptedException\b|Cannot contact \S+: java\.lang\.InterruptedException|\bhudson\.remoting\.ChannelClosedException\b|The channel is closing down or has closed down|Backing channel '[^']+' is disconnected|Build timed out \(after \d+ minutes\)|Timeout has been exceeded|FATAL: (?:command execution failed|Unable to produce a script file)|RemotingSystemException|Connection was broken"),
     r("timeout.exit_code", "ci", Infra, 0.9, r#"^The command ".*" (?:failed and )?exited with 124\.?|\btimeout: (?:sending signal|the monitored command)|^Terminated$|\bexited with (?:code )?143\b|\bCommand failed with status \(124\)|\b(?:exit code|exit status|exited with code|returned exit code) 124\b"#),
     r("timeout.run", "ci", Infra, 0.9, r"(?i)^ERROR: Timeout after \d+ minutes?$|^(?:tests?|test run|build|job|step|command|script)s? (?:timed out|has timed out|exceeded (?:the )?(?:time|timeout))\b|\bexceeded the (?:maximum )?(?:time ?limit|timeout)\b|\b(?:hard|global) timeout\b"),
@@ -768,6 +768,7 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     ("xctest.assert", "swift.error"),
     // The JDK the build selected cannot compile for the release it asks.
     ("maven.config", "maven.compilation"),
+    ("jdk.version", "maven.compilation"),
     // A loader's own word that a package is missing, over the bare error.
     ("julia.missing_package", "julia.error"),
     ("r.parse", "r.error"),
@@ -822,6 +823,8 @@ pub const SUPERSEDES: &[(&str, &str)] = &[
     // configuration, not the package's code.
     ("python.no_module", "python.own_module"),
     ("os.permission", "dep.vendored_error"),
+    // A full disk while installing into site-packages is the machine's.
+    ("disk", "dep.vendored_error"),
     ("os.permission", "python.exception"),
     ("db.access", "ruby.exception"),
     ("rails.database_setup", "ruby.exception"),

@@ -850,4 +850,33 @@ mod tests {
         );
         assert!(texts.iter().all(|t| t.starts_with("npm ERR!")), "{texts:?}");
     }
+
+    #[test]
+    fn a_permission_dash_denied_far_from_the_jenkins_footer_is_shown() {
+        // Written for this test: Jenkins' `sh` step runs dash, whose error
+        // names the script's line without `line`; the pipeline's footer
+        // comes after its post actions, far below.
+        let mut log = String::from(
+            "[Pipeline] { (Build)\n\
+             [Pipeline] sh\n\
+             + ./gradlew build\n\
+             /home/jenkins/workspace/tally_main@tmp/durable-1a2b3c4d/script.sh.copy: 1: ./gradlew: Permission denied\n\
+             [Pipeline] }\n\
+             [Pipeline] { (Declarative: Post Actions)\n\
+             [Pipeline] cleanWs\n\
+             [WS-CLEANUP] Deleting project workspace...\n\
+             [WS-CLEANUP] done\n",
+        );
+        log.push_str(&"[Pipeline] }\n".repeat(6));
+        log.push_str(
+            "[Pipeline] End of Pipeline\nERROR: script returned exit code 126\nFinished: FAILURE\n",
+        );
+        let ex = run(&log);
+        let t = texts(&ex);
+        assert!(
+            t.iter()
+                .any(|l| l.ends_with("./gradlew: Permission denied")),
+            "{t:?}"
+        );
+    }
 }

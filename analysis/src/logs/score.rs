@@ -118,8 +118,11 @@ const RULES: &[(&str, f32)] = &[
     (r"^\s*[\w./\\-]+\.\w+:\d+(:\d+)?: ", 1.5),
     (r"^\s*\d+:\d+\s+\S", 1.0),
     (r"(?i)[\w.)\]/-]+:\d+(:\d+)?:?\s*(fatal )?(error|failure)\b|\(\d+(,\d+)?\)\s*:\s*error\b|error\[\w+\]", 2.0),
-    // Shell errors: `script.sh: line 3: cd: x: No such file or directory`.
-    (r"^\S+: line \d+: ", 1.0),
+    // Shell errors: `script.sh: line 3: cd: x: No such file or directory`
+    // (bash), `script.sh: 1: ./gradlew: Permission denied` (dash, the
+    // `/bin/sh` of Debian and Ubuntu that Jenkins' `sh` step runs).
+    (r"^\S+: (line )?\d+: ", 1.0),
+    (r"(?i)\b(permission|access( is)?) denied\b", 1.2),
     // jshint's reporter: `lib/a.js: line 3, col 9, Missing semicolon.`
     (r"^\S+: line \d+, col \d+, ", 2.0),
     // Test summaries and markers.
