@@ -879,4 +879,46 @@ mod tests {
             "{t:?}"
         );
     }
+
+    #[test]
+    fn what_a_passed_test_file_printed_is_no_candidate_while_a_failed_one_is() {
+        // Written for this test: Jest prints a passing file's console
+        // output (a logged, refused connection) under its `PASS` header,
+        // then a failed file's report.
+        let log = "> jest --ci\n\
+             \n\
+             PASS test/integration/carriers.test.ts\n\
+             \x20 ● Console\n\
+             \n\
+             \x20   console.error\n\
+             \x20     [rates] lookup failed, using the default table Error: connect ECONNREFUSED 127.0.0.1:6399\n\
+             \x20         at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1607:16) {\n\
+             \x20       errno: -111,\n\
+             \x20       code: 'ECONNREFUSED',\n\
+             \x20     }\n\
+             \n\
+             \x20     at RateCache.load (src/carriers/rateCache.ts:48:15)\n\
+             \n\
+             PASS test/unit/zones.test.ts\n\
+             FAIL test/unit/quote.test.ts\n\
+             \x20 ● QuoteService › adds the remote surcharge\n\
+             \n\
+             \x20   expect(received).toEqual(expected) // deep equality\n\
+             \n\
+             \x20   -   \"surcharge\": 180,\n\
+             \x20   +   \"surcharge\": 0,\n\
+             \n\
+             \x20     at Object.<anonymous> (test/unit/quote.test.ts:90:19)\n\
+             \n\
+             Test Suites: 1 failed, 2 passed, 3 total\n\
+             Tests:       1 failed, 40 passed, 41 total\n";
+        let ex = run(log);
+        let t = texts(&ex);
+        assert!(
+            t.iter()
+                .any(|l| l.contains("● QuoteService › adds the remote surcharge")),
+            "{t:?}"
+        );
+        assert!(!t.iter().any(|l| l.contains("ECONNREFUSED")), "{t:?}");
+    }
 }

@@ -719,7 +719,23 @@ impl<'o> State<'o> {
         }
         let (opts, total, failed) = (self.opts, self.total_lines, self.failed_footer);
         let mut candidates = Vec::new();
-        let windows: Vec<Window> = std::mem::take(&mut self.pool)
+        let passed = std::mem::take(&mut self.passed).finish();
+        // What a test printed before its runner said it passed (a logged
+        // connection error, an expected exception's trace) is not why the
+        // job failed: a block of such lines only is no candidate while
+        // another block is.
+        let printed_by_a_passed_test = |w: &Window| {
+            !w.tail
+                && w.lines
+                    .iter()
+                    .filter(|s| !s.hidden)
+                    .all(|s| super::passed::inside(&passed, s.line.line_no))
+        };
+        let mut pool = std::mem::take(&mut self.pool);
+        if pool.iter().any(|w| !printed_by_a_passed_test(w)) {
+            pool.retain(|w| !printed_by_a_passed_test(w));
+        }
+        let windows: Vec<Window> = pool
             .into_iter()
             .map(|mut w| {
                 // The pool is small: windows the budget skipped are
@@ -785,7 +801,7 @@ impl<'o> State<'o> {
             tail,
             aside,
             reported: self.reported,
-            passed: self.passed.finish(),
+            passed,
             passed_steps: self.passed_steps,
             trace: self.trace,
             candidates,
