@@ -3,7 +3,8 @@
 //! passed say nothing of why the job failed — a passing run prints the same
 //! (an expected exception's stack trace, a logged connection error of a
 //! test that exercises its retry). The diagnosis does not read them
-//! ([`super::Excerpt::passed`]); the excerpt's ranking does not change.
+//! ([`super::Excerpt::passed`]), and a block of only such lines is no
+//! candidate for the excerpt while another block is.
 //!
 //! Two runners print such brackets around a test's own output:
 //! - Maven Surefire: `Running com.acme.CartTest` (`[INFO] Running …` since
