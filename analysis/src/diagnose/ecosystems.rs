@@ -2462,6 +2462,102 @@ Done. Your build exited with 1.
 }
 
 #[test]
+fn a_connection_error_a_passing_mocha_pytest_or_gradle_test_printed_is_not_the_cause() {
+    // Written for this test: each runner's own bracket of a test that
+    // passed (a spec reporter's marks, pytest's `-v -s`, Gradle's standard
+    // streams) holds a refused connection the test exercised; the job
+    // failed on an assertion reported later.
+    let mocha = "\
+$ npm test
+
+> shop@1.4.0 test /home/travis/build/acme/shop
+> mocha --reporter spec test/
+
+  cart
+    \u{2713} totals the basket
+  cache
+Error: connect ECONNREFUSED 127.0.0.1:6379
+    at TCPConnectWrap.afterConnect [as oncomplete] (net.js:1107:14)
+    \u{2713} falls back to memory when redis is down (55ms)
+  checkout
+    1) charges the card
+
+  2 passing (1s)
+  1 failing
+
+  1) checkout
+       charges the card:
+
+      AssertionError: expected 1999 to equal 2000
+      at Context.<anonymous> (test/checkout.test.js:21:30)
+
+npm ERR! Test failed.  See above for more details.
+
+The command \"npm test\" exited with 1.
+";
+    let pytest = "\
+$ pytest -v -s tests/
+============================= test session starts ==============================
+collected 3 items
+
+tests/test_cache.py::test_totals PASSED
+tests/test_cache.py::test_falls_back_to_memory connecting to redis
+redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. Connection refused.
+PASSED
+tests/test_checkout.py::test_charge FAILED
+
+=================================== FAILURES ===================================
+_________________________________ test_charge __________________________________
+
+    def test_charge():
+>       assert charge(basket) == 2000
+E       assert 1999 == 2000
+
+tests/test_checkout.py:21: AssertionError
+====================== 1 failed, 2 passed in 0.31 seconds ======================
+The command \"pytest -v -s tests/\" exited with 1.
+";
+    let gradle = "\
+$ ./gradlew test
+> Task :test
+
+com.acme.shop.CacheTest > fallsBackToMemory() STANDARD_ERROR
+    java.net.ConnectException: Connection refused (Connection refused)
+        at java.base/sun.nio.ch.Net.connect0(Native Method)
+com.acme.shop.CacheTest > fallsBackToMemory() PASSED
+
+com.acme.shop.CheckoutTest > charges() FAILED
+    org.opentest4j.AssertionFailedError: expected: <2000> but was: <1999>
+        at com.acme.shop.CheckoutTest.charges(CheckoutTest.java:21)
+
+2 tests completed, 1 failed
+
+> Task :test FAILED
+
+FAILURE: Build failed with an exception.
+
+* What went wrong:
+Execution failed for task ':test'.
+> There were failing tests. See the report at: file:///home/travis/build/acme/shop/build/reports/tests/test/index.html
+
+BUILD FAILED in 12s
+The command \"./gradlew test\" exited with 1.
+";
+    for (runner, log) in [("mocha", mocha), ("pytest", pytest), ("gradle", gradle)] {
+        let ex = excerpt_of_text(log);
+        assert!(!ex.passed.is_empty(), "{runner}: {ex:#?}");
+        let d = diagnose(&ex);
+        assert_eq!(d.category, Category::TestFailure, "{runner}: {d:#?}");
+        assert!(
+            d.findings
+                .iter()
+                .all(|f| f.category != Category::InfraError),
+            "{runner}: {d:#?}"
+        );
+    }
+}
+
+#[test]
 fn a_network_error_after_the_failed_steps_footer_is_not_its_cause() {
     // Written for this test: a Travis job whose docs build failed, then
     // whose cache upload met a dropped connection on the way out.

@@ -17,7 +17,17 @@
 //! - Jest: a test file's ` PASS  src/cart.test.js` header and what follows
 //!   it (its `console.error` output, say) up to the next file's header or the
 //!   run's summary (`Test Suites: …`); Jest prints each file's results
-//!   whole, so they do not interleave.
+//!   whole, so they do not interleave;
+//! - Gradle, with standard streams shown: `CartTest > total STANDARD_OUT`
+//!   (or `STANDARD_ERROR`), the test's lines, then `CartTest > total PASSED`;
+//! - pytest, verbose and not capturing (`-v -s`): `tests/test_cart.py::test_total `
+//!   and what the test printed, up to `PASSED` on a line of its own;
+//! - Mocha's spec reporter (and the reporters that copy it): what a test
+//!   printed stands before its `✓ total`; between two passing tests' marks
+//!   stand only the second test's output and its suites' titles. After a
+//!   failed or pending mark (`1) total`, `✕`, `- total`) nothing is
+//!   bracketed until the next pass: some reporters print a failure's
+//!   details right under its mark.
 //!
 //! Only a bracket with no other test started inside it counts: forked or
 //! parallel runs interleave their classes' output (`Running A`, `Running
@@ -31,6 +41,11 @@ use regex::Regex;
 /// Ranges kept per log (adjacent ones merge): bounded memory whatever the
 /// log's size; the oldest go first.
 pub const MAX_PASSED: usize = 256;
+
+/// Lines between two spec reporters' marks of passed tests that still
+/// bracket what stands between them: a test's own output is short, and a
+/// longer stretch is likelier another tool's.
+const MAX_SPEC_GAP: u64 = 60;
 
 /// Lines between two brackets that still merge them (Surefire's blank and
 /// `Results :` lines between classes do not split a run of passing
@@ -68,6 +83,36 @@ static JEST: LazyLock<Regex> = LazyLock::new(|| {
     .expect("built-in pattern compiles")
 });
 
+/// Gradle's test events: a test's standard stream opening, or its verdict.
+static GRADLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?P<name>\S.*? > \S.*?) (?:(?P<stream>STANDARD_(?:OUT|ERROR))|(?P<passed>PASSED)|FAILED|SKIPPED)\s*$",
+    )
+    .expect("built-in pattern compiles")
+});
+
+/// pytest's node id starting a verbose line, and what follows it on the
+/// line; its verdict on a line of its own.
+static PYTEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<node>[\w./-]+\.py::\S+)(?: (?P<rest>.*))?$")
+        .expect("built-in pattern compiles")
+});
+static PYTEST_VERDICT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:(?P<ok>PASSED)|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b(?:\s+\[\s*\d+%\])?\s*$")
+        .expect("built-in pattern compiles")
+});
+
+/// A spec reporter's mark of one test: passed (`✓ total (12ms)`), failed
+/// (`1) total`, `✕ total`, `✗`, `×`) or pending (`- total`); and the run's
+/// summary (`3 passing (2s)`).
+static MARK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(?:(?P<pass>[✓✔√])|[✕✖✗×]|\d+\)|-)\s+\S",
+        r"|^\s*(?P<summary>\d+ (?:passing|failing|pending)\b)",
+    ))
+    .expect("built-in pattern compiles")
+});
+
 /// The streaming tracker: feed it every line (cleaned), in order.
 #[derive(Debug, Default)]
 pub struct PassedTests {
@@ -81,6 +126,10 @@ pub struct PassedTests {
     jest: Option<u64>,
     /// A unittest test started and printed before its verdict.
     python: bool,
+    /// A pytest test started and printed before its verdict.
+    pytest: bool,
+    /// The line of a spec reporter's last mark, when it said passed.
+    spec_pass: Option<u64>,
     ranges: VecDeque<(u64, u64)>,
 }
 
@@ -88,6 +137,9 @@ impl PassedTests {
     /// Reads line `no` (its text cleaned of ANSI codes and timestamps).
     pub fn push(&mut self, no: u64, clean: &str) {
         let t = clean.trim_end();
+        if self.spec_mark(no, t) {
+            return;
+        }
         if (t.contains("PASS")
             || t.contains("FAIL")
             || t.contains("Test Suites: ")
@@ -97,6 +149,8 @@ impl PassedTests {
             if let Some(start) = self.jest.take() {
                 self.record(start, no.saturating_sub(1).max(start));
             }
+            // Jest's marks under the next header are another file's.
+            self.spec_pass = None;
             if c.name("pass").is_some() {
                 self.jest = Some(no);
             }
@@ -114,6 +168,40 @@ impl PassedTests {
             {
                 self.record(start, no);
             }
+            return;
+        }
+        if self.pytest
+            && let Some(c) = PYTEST_VERDICT.captures(t)
+        {
+            self.pytest = false;
+            self.pending = self.pending.saturating_sub(1);
+            if let Some((start, _)) = self.open.take()
+                && c.name("ok").is_some()
+            {
+                self.record(start, no);
+            }
+            return;
+        }
+        if t.contains(" > ")
+            && let Some(c) = GRADLE.captures(t)
+        {
+            self.gradle(no, &c);
+            return;
+        }
+        if t.contains(".py::")
+            && let Some(c) = PYTEST.captures(t)
+        {
+            // A test judged on its own line printed nothing.
+            let rest = c.name("rest").map_or("", |m| m.as_str());
+            if rest.is_empty() || PYTEST_VERDICT.is_match(rest.trim_start()) {
+                return;
+            }
+            if self.pytest {
+                self.pending = self.pending.saturating_sub(1);
+                self.open = None;
+            }
+            self.pytest = true;
+            self.start(no, &c["node"]);
             return;
         }
         // Cheap prefilter: the other runners' lines hold one of these.
@@ -143,10 +231,7 @@ impl PassedTests {
                 .or_else(|| c.name("test"))
                 .or_else(|| c.name("py"))
                 .map_or("", |m| m.as_str());
-            self.pending += 1;
-            // A second test started before the first one's verdict: an
-            // interleaved run, whose lines nothing attributes.
-            self.open = (self.pending == 1).then(|| (no, name.to_string()));
+            self.start(no, name);
             return;
         }
         let Some(c) = VERDICT.captures(t) else {
@@ -164,6 +249,79 @@ impl PassedTests {
         {
             self.record(start, no);
         }
+    }
+
+    /// A test named `name` started at line `no`.
+    fn start(&mut self, no: u64, name: &str) {
+        self.pending += 1;
+        // A second test started before the first one's verdict: an
+        // interleaved run, whose lines nothing attributes.
+        self.open = (self.pending == 1).then(|| (no, name.to_string()));
+    }
+
+    /// Gradle's event line: a stream of the open test (`STANDARD_ERROR`
+    /// after its `STANDARD_OUT` is the same test), a new test, or a verdict.
+    fn gradle(&mut self, no: u64, c: &regex::Captures<'_>) {
+        let name = &c["name"];
+        if c.name("stream").is_some() {
+            if self.open.as_ref().is_none_or(|(_, open)| open != name) {
+                self.start(no, name);
+            }
+            return;
+        }
+        let Some((start, open)) = self.open.take() else {
+            // A test that printed nothing.
+            return;
+        };
+        if open != name {
+            // Another test's verdict: nothing says whose lines are whose.
+            self.pending = self.pending.saturating_sub(1);
+            return;
+        }
+        self.pending = self.pending.saturating_sub(1);
+        if c.name("passed").is_some() {
+            self.record(start, no);
+        }
+    }
+
+    /// A spec reporter's marks: what stands between two passing tests'
+    /// marks was printed by the second. Whether the line was one.
+    fn spec_mark(&mut self, no: u64, t: &str) -> bool {
+        if let Some(prev) = self.spec_pass
+            && (no > prev + MAX_SPEC_GAP
+                || ["$ ", "+ ", "> ", "##[", "The command \""]
+                    .iter()
+                    .any(|p| t.starts_with(p)))
+        {
+            // Far from the last mark, or past a command: another run's
+            // lines, or another tool's.
+            self.spec_pass = None;
+        }
+        let first = t.trim_start().chars().next();
+        if !matches!(
+            first,
+            Some('✓' | '✔' | '√' | '✕' | '✖' | '✗' | '×' | '-' | '0'..='9')
+        ) {
+            return false;
+        }
+        let Some(c) = MARK.captures(t) else {
+            return false;
+        };
+        if c.name("summary").is_some() {
+            self.spec_pass = None;
+        } else if c.name("pass").is_some() {
+            if let Some(prev) = self.spec_pass
+                && no > prev + 1
+            {
+                self.record(prev + 1, no);
+            }
+            self.spec_pass = Some(no);
+        } else {
+            self.spec_pass = None;
+        }
+        // A numbered line or a dash is many things besides a mark: other
+        // runners still read it.
+        c.name("pass").is_some()
     }
 
     fn record(&mut self, start: u64, end: u64) {
@@ -301,6 +459,74 @@ test_vat (shop.tests.CartTest) ... skipped 'no network'
         // A test that failed leaves nothing open for a later verdict.
         let log = "test_tax (shop.tests.CartTest) ... printed\nFAIL\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.1 sec\n";
         assert_eq!(ranges(log), vec![]);
+    }
+
+    #[test]
+    fn a_gradle_test_that_passed_brackets_its_streams_and_one_that_failed_does_not() {
+        let log = "\
+com.acme.shop.CartTest > totals() STANDARD_OUT
+    connecting to redis at localhost:6379
+com.acme.shop.CartTest > totals() STANDARD_ERROR
+    java.net.ConnectException: Connection refused
+com.acme.shop.CartTest > totals() PASSED
+com.acme.shop.CartTest > refunds() PASSED
+com.acme.shop.PayTest > charges() STANDARD_OUT
+    java.lang.IllegalStateException: card declined
+com.acme.shop.PayTest > charges() FAILED
+com.acme.shop.TaxTest > vat() STANDARD_OUT
+    rounding
+com.acme.shop.PayTest > refunds() PASSED
+";
+        let r = ranges(log);
+        assert_eq!(r, vec![(1, 5)]);
+        assert!(inside(&r, 4) && !inside(&r, 8) && !inside(&r, 11));
+    }
+
+    #[test]
+    fn a_pytest_test_that_printed_before_passed_brackets_what_it_printed() {
+        let log = "\
+tests/test_cart.py::test_totals PASSED
+tests/test_cart.py::test_retry connecting
+ERROR:shop.cache:ConnectionError: Error 111 connecting to localhost:6379
+PASSED
+tests/test_cart.py::test_tax[vat] rounding
+FAILED
+tests/test_pay.py::test_charge PASSED                                    [ 80%]
+";
+        let r = ranges(log);
+        assert_eq!(r, vec![(2, 4)]);
+        assert!(inside(&r, 3) && !inside(&r, 5) && !inside(&r, 6));
+    }
+
+    #[test]
+    fn what_stands_between_two_passing_marks_of_a_spec_reporter_is_the_second_tests() {
+        let log = "\
+  cart
+    ✓ totals the basket
+  checkout
+Error: connect ECONNREFUSED 127.0.0.1:6379
+    ✓ retries the charge (52ms)
+    1) refunds the charge
+TypeError: Cannot read properties of undefined (reading 'id')
+    ✓ voids the charge
+    - pays by invoice
+    ✓ taxes
+  3 passing (2s)
+  1 failing
+  1) checkout refunds the charge:
+     AssertionError: expected 2 to equal 3
+    ✓ later
+";
+        let r = ranges(log);
+        assert_eq!(r, vec![(3, 5)]);
+        assert!(inside(&r, 4) && !inside(&r, 7) && !inside(&r, 13) && !inside(&r, 14));
+        // Marks far apart, or with a command between them, bracket nothing.
+        let far = format!("  ✓ a\n{}  ✓ b\n", "x\n".repeat(MAX_SPEC_GAP as usize + 1));
+        assert_eq!(ranges(&far), vec![]);
+        assert_eq!(
+            ranges("  ✓ a\n$ npm run build\nerror TS2304\n  ✓ b\n"),
+            vec![]
+        );
     }
 
     #[test]
