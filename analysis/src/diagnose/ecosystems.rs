@@ -2038,10 +2038,15 @@ fn a_runtime_denied_a_permission_is_a_configuration_error() {
         "PermissionError: [Errno 13] Permission denied: '/var/cache/shop/index.db'",
         "Errno::EACCES: Permission denied @ rb_sysopen - /usr/local/bin/shop",
         "npm ERR! Error: EACCES: permission denied, mkdir '/usr/local/lib/node_modules/shop-cli'",
-        "sh: 1: ./gradlew: Permission denied",
     ] {
         diagnosed_by(line, Category::ConfigError, "os.permission");
     }
+    // The shell's own refusal to run a file is the shell's finding alone.
+    diagnosed_by(
+        "sh: 1: ./gradlew: Permission denied",
+        Category::ConfigError,
+        "shell.permission",
+    );
     // The same errno's "no such file" is not the configuration's: a test's
     // or the code's own file, by the evidence of real fixes.
     diagnosed(

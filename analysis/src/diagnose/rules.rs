@@ -692,7 +692,7 @@ pub const RULES: &[Rule] = &[
     // browser.
     r("db.access", "database", Config, 0.8, r#"FATAL:\s+(?:role "[^"]+" does not exist|password authentication failed for user|database "[^"]+" does not exist)|Access denied for user '[^']*'@'[^']*'|Unknown database '[^']+'"#),
     r("browser.driver_version", "webdriver", Config, 0.8, r"This version of \w*Driver only supports \w+ version \d+|session not created: (?:This version of|\w+ version must be)"),
-    r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b|^(?:ba)?sh: \d+: (?P<file>\S+): Permission denied$"),
+    r("os.permission", "runtime", Config, 0.85, r"\bPermissionError: \[Errno 13\]|\[Errno 13\] Permission denied|\bErrno::EACCES\b|\bEACCES: permission denied\b|\bjava\.nio\.file\.AccessDeniedException\b|\bEPERM: operation not permitted\b"),
     // Python's environment mapping raises KeyError with the variable's
     // name: upper case with an underscore, by convention.
     r("env.key_error", "python", Config, 0.85, r"\bKeyError: '(?P<cmd>[A-Z][A-Z0-9]*_[A-Z0-9_]+)'$|\bkey not found: \x22(?P<cmd2>[A-Z][A-Z0-9]*_[A-Z0-9_]+)\x22"),
