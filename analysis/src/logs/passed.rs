@@ -310,11 +310,10 @@ impl PassedTests {
         if c.name("summary").is_some() {
             self.spec_pass = None;
         } else if c.name("pass").is_some() {
-            if let Some(prev) = self.spec_pass
-                && no > prev + 1
-            {
-                self.record(prev + 1, no);
-            }
+            // The mark itself is a passed test's verdict, whatever stands
+            // before it.
+            let start = self.spec_pass.map_or(no, |prev| prev + 1);
+            self.record(start, no);
             self.spec_pass = Some(no);
         } else {
             self.spec_pass = None;
@@ -518,14 +517,18 @@ TypeError: Cannot read properties of undefined (reading 'id')
     ✓ later
 ";
         let r = ranges(log);
-        assert_eq!(r, vec![(3, 5)]);
+        assert_eq!(r, vec![(2, 5), (8, 10), (15, 15)]);
         assert!(inside(&r, 4) && !inside(&r, 7) && !inside(&r, 13) && !inside(&r, 14));
-        // Marks far apart, or with a command between them, bracket nothing.
+        // Marks far apart, or with a command between them, bracket only
+        // themselves.
         let far = format!("  ✓ a\n{}  ✓ b\n", "x\n".repeat(MAX_SPEC_GAP as usize + 1));
-        assert_eq!(ranges(&far), vec![]);
+        assert_eq!(
+            ranges(&far),
+            vec![(1, 1), (MAX_SPEC_GAP + 3, MAX_SPEC_GAP + 3)]
+        );
         assert_eq!(
             ranges("  ✓ a\n$ npm run build\nerror TS2304\n  ✓ b\n"),
-            vec![]
+            vec![(1, 1), (4, 4)]
         );
     }
 
