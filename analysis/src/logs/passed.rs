@@ -128,6 +128,9 @@ pub struct PassedTests {
     python: bool,
     /// A pytest test started and printed before its verdict.
     pytest: bool,
+    /// The Gradle test whose standard streams are printing: the line of
+    /// its first stream header and its name.
+    gradle: Option<(u64, String)>,
     /// The line of a spec reporter's last mark, when it said passed.
     spec_pass: Option<u64>,
     ranges: VecDeque<(u64, u64)>,
@@ -162,24 +165,14 @@ impl PassedTests {
             && let Some(c) = PY_VERDICT.captures(t)
         {
             self.python = false;
-            self.pending = self.pending.saturating_sub(1);
-            if let Some((start, _)) = self.open.take()
-                && c.name("ok").is_some()
-            {
-                self.record(start, no);
-            }
+            self.judge(no, c.name("ok").is_some());
             return;
         }
         if self.pytest
             && let Some(c) = PYTEST_VERDICT.captures(t)
         {
             self.pytest = false;
-            self.pending = self.pending.saturating_sub(1);
-            if let Some((start, _)) = self.open.take()
-                && c.name("ok").is_some()
-            {
-                self.record(start, no);
-            }
+            self.judge(no, c.name("ok").is_some());
             return;
         }
         if t.contains(" > ")
@@ -251,6 +244,17 @@ impl PassedTests {
         }
     }
 
+    /// A verdict at line `no` of the one test started: what it printed
+    /// since its start line is bracketed when it passed.
+    fn judge(&mut self, no: u64, passed: bool) {
+        self.pending = self.pending.saturating_sub(1);
+        if let Some((start, _)) = self.open.take()
+            && passed
+        {
+            self.record(start, no);
+        }
+    }
+
     /// A test named `name` started at line `no`.
     fn start(&mut self, no: u64, name: &str) {
         self.pending += 1;
@@ -259,27 +263,22 @@ impl PassedTests {
         self.open = (self.pending == 1).then(|| (no, name.to_string()));
     }
 
-    /// Gradle's event line: a stream of the open test (`STANDARD_ERROR`
-    /// after its `STANDARD_OUT` is the same test), a new test, or a verdict.
+    /// Gradle's event line: a stream of the test printing (`STANDARD_ERROR`
+    /// after its `STANDARD_OUT` is the same test), another test's stream
+    /// (forked runs interleave: the last one's lines are left unjudged),
+    /// or a verdict.
     fn gradle(&mut self, no: u64, c: &regex::Captures<'_>) {
         let name = &c["name"];
         if c.name("stream").is_some() {
-            if self.open.as_ref().is_none_or(|(_, open)| open != name) {
-                self.start(no, name);
+            if self.gradle.as_ref().is_none_or(|(_, open)| open != name) {
+                self.gradle = Some((no, name.to_string()));
             }
             return;
         }
-        let Some((start, open)) = self.open.take() else {
-            // A test that printed nothing.
-            return;
-        };
-        if open != name {
-            // Another test's verdict: nothing says whose lines are whose.
-            self.pending = self.pending.saturating_sub(1);
-            return;
-        }
-        self.pending = self.pending.saturating_sub(1);
-        if c.name("passed").is_some() {
+        // A verdict: of the test printing, or of one that printed nothing.
+        if let Some((start, _)) = self.gradle.take_if(|g| g.1 == name)
+            && c.name("passed").is_some()
+        {
             self.record(start, no);
         }
     }
@@ -475,10 +474,19 @@ com.acme.shop.PayTest > charges() FAILED
 com.acme.shop.TaxTest > vat() STANDARD_OUT
     rounding
 com.acme.shop.PayTest > refunds() PASSED
+com.acme.shop.TaxTest > vat() PASSED
+com.acme.shop.A > a() STANDARD_OUT
+    interleaved
+com.acme.shop.B > b() STANDARD_OUT
+    forked
+com.acme.shop.A > a() PASSED
+com.acme.shop.B > b() PASSED
 ";
         let r = ranges(log);
-        assert_eq!(r, vec![(1, 5)]);
-        assert!(inside(&r, 4) && !inside(&r, 8) && !inside(&r, 11));
+        // Forked runs interleave: the test whose stream came last is
+        // judged, the one it cut off is not.
+        assert_eq!(r, vec![(1, 5), (10, 13), (16, 19)]);
+        assert!(inside(&r, 4) && !inside(&r, 8) && inside(&r, 11) && !inside(&r, 15));
     }
 
     #[test]
