@@ -22,11 +22,12 @@
 //!   (or `STANDARD_ERROR`), the test's lines, then `CartTest > total PASSED`;
 //! - pytest, verbose and not capturing (`-v -s`): `tests/test_cart.py::test_total `
 //!   and what the test printed, up to `PASSED` on a line of its own;
-//! - Mocha's spec reporter (and the reporters that copy it): what a test
-//!   printed stands before its `✓ total`; between two passing tests' marks
-//!   stand only the second test's output and its suites' titles. After a
-//!   failed or pending mark (`1) total`, `✕`, `- total`) nothing is
-//!   bracketed until the next pass: some reporters print a failure's
+//! - Mocha's spec reporter (and the reporters that copy it): a passing
+//!   test's mark `✓ total` is a bracket of its own, with what stands
+//!   between it and the previous passing mark (the test's output and its
+//!   suites' titles; at most 60 lines, no command between).
+//!   After a failed or pending mark (`1) total`, `✕`, `- total`) nothing
+//!   before the next pass is bracketed: some reporters print a failure's
 //!   details right under its mark.
 //!
 //! Only a bracket with no other test started inside it counts: forked or
@@ -265,8 +266,8 @@ impl PassedTests {
 
     /// Gradle's event line: a stream of the test printing (`STANDARD_ERROR`
     /// after its `STANDARD_OUT` is the same test), another test's stream
-    /// (forked runs interleave: the last one's lines are left unjudged),
-    /// or a verdict.
+    /// (forked runs interleave: the test it cuts off is left unjudged), or
+    /// a verdict.
     fn gradle(&mut self, no: u64, c: &regex::Captures<'_>) {
         let name = &c["name"];
         if c.name("stream").is_some() {
@@ -283,8 +284,9 @@ impl PassedTests {
         }
     }
 
-    /// A spec reporter's marks: what stands between two passing tests'
-    /// marks was printed by the second. Whether the line was one.
+    /// A spec reporter's marks: a passing mark, and what stands between it
+    /// and the previous passing mark, belong to a test that passed.
+    /// Whether the line was a passing mark.
     fn spec_mark(&mut self, no: u64, t: &str) -> bool {
         if let Some(prev) = self.spec_pass
             && (no > prev + MAX_SPEC_GAP
