@@ -731,10 +731,10 @@ impl<'o> State<'o> {
                     .filter(|s| !s.hidden)
                     .all(|s| super::passed::inside(&passed, s.line.line_no))
         };
-        let mut pool = std::mem::take(&mut self.pool);
-        if pool.iter().any(|w| !printed_by_a_passed_test(w)) {
-            pool.retain(|w| !printed_by_a_passed_test(w));
-        }
+        let (printed, others): (Vec<Window>, Vec<Window>) = std::mem::take(&mut self.pool)
+            .into_iter()
+            .partition(printed_by_a_passed_test);
+        let pool = if others.is_empty() { printed } else { others };
         let windows: Vec<Window> = pool
             .into_iter()
             .map(|mut w| {
