@@ -125,10 +125,10 @@ pub struct PassedTests {
     /// The first line of the Jest test file whose results are printing,
     /// when it passed.
     jest: Option<u64>,
-    /// The verdict awaited on a line of its own, when a unittest or pytest
-    /// test started and printed before it (each pattern's `ok` group is a
-    /// pass).
-    own_line: Option<&'static Regex>,
+    /// A unittest test started and printed before its verdict.
+    python: bool,
+    /// A pytest test started and printed before its verdict.
+    pytest: bool,
     /// The Gradle test whose standard streams are printing: the line of
     /// its first stream header and its name.
     gradle: Option<(u64, String)>,
@@ -160,12 +160,19 @@ impl PassedTests {
             }
             return;
         }
-        // unittest's or pytest's verdict: the test that printed after its
-        // start line ends here.
-        if let Some(verdict) = self.own_line
-            && let Some(c) = verdict.captures(t)
+        // unittest's verdict: the test that printed after its start line
+        // ends here.
+        if self.python
+            && let Some(c) = PY_VERDICT.captures(t)
         {
-            self.own_line = None;
+            self.python = false;
+            self.judge(no, c.name("ok").is_some());
+            return;
+        }
+        if self.pytest
+            && let Some(c) = PYTEST_VERDICT.captures(t)
+        {
+            self.pytest = false;
             self.judge(no, c.name("ok").is_some());
             return;
         }
@@ -183,7 +190,11 @@ impl PassedTests {
             if rest.is_empty() || PYTEST_VERDICT.is_match(rest.trim_start()) {
                 return;
             }
-            self.await_own_line(&PYTEST_VERDICT);
+            if self.pytest {
+                self.pending = self.pending.saturating_sub(1);
+                self.open = None;
+            }
+            self.pytest = true;
             self.start(no, &c["node"]);
             return;
         }
@@ -202,7 +213,12 @@ impl PassedTests {
                 if PY_VERDICT.is_match(rest.as_str()) {
                     return;
                 }
-                self.await_own_line(&PY_VERDICT);
+                if self.python {
+                    // The last one's verdict was never read.
+                    self.pending = self.pending.saturating_sub(1);
+                    self.open = None;
+                }
+                self.python = true;
             }
             let name = c
                 .name("class")
@@ -237,16 +253,6 @@ impl PassedTests {
             && passed
         {
             self.record(start, no);
-        }
-    }
-
-    /// A test about to start prints its verdict on a line of its own,
-    /// matched by `verdict`.
-    fn await_own_line(&mut self, verdict: &'static Regex) {
-        if self.own_line.replace(verdict).is_some() {
-            // The last one's verdict was never read.
-            self.pending = self.pending.saturating_sub(1);
-            self.open = None;
         }
     }
 
