@@ -824,6 +824,44 @@ mod tests {
     }
 
     #[test]
+    fn mavens_epilogue_after_a_failed_goal_is_not_shown() {
+        // Written for this test: Maven repeats the compiler's error in its
+        // failed goal, then prints the same help links, resume hint and
+        // label-only lines after every failure.
+        let log = format!(
+            "$ mvn -B install\n{}[INFO] BUILD FAILURE\n\
+             [ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.1:compile (default-compile) on project shelf-core: Compilation failure\n\
+             [ERROR] /home/ci/shelf/src/main/java/org/shelf/Spine.java:[12,9] cannot find symbol\n\
+             [ERROR] symbol:   class Binding\n\
+             [ERROR] location: class org.shelf.Spine\n\
+             [ERROR] -> [Help 1]\n\
+             [ERROR] \n\
+             [ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n\
+             [ERROR] Re-run Maven using the -X switch to enable full debug logging.\n\
+             [ERROR] \n\
+             [ERROR] For more information about the errors and possible solutions, please read the following articles:\n\
+             [ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n\
+             [ERROR] \n\
+             [ERROR] After correcting the problems, you can resume the build with the command\n\
+             [ERROR]   mvn <goals> -rf :shelf-core\n\
+             The command \"mvn -B install\" exited with 1.\n",
+            noise(40)
+        );
+        let t = run(&log);
+        let shown = texts(&t);
+        assert!(
+            shown.iter().any(|l| l.ends_with("cannot find symbol")),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .all(|l| !l.contains("[Help 1] http") && !l.contains("-rf :")),
+            "{shown:?}"
+        );
+    }
+
+    #[test]
     fn a_step_that_printed_only_its_wrappers_words_shows_them() {
         // An install whose only output is the package manager's own
         // `npm ERR!` lines: they are the failure, not a pointer elsewhere.

@@ -250,7 +250,9 @@ const JOB_END_RE: &str = r"(?i)your build exited with \d+|job failed: exit code 
 const WRAPPER_RE: &str = concat!(
     r"(?i)^\s*make(\[\d+\])?: \*\*\*|recipe for target .* failed|^\s*npm err!|^\s*error command failed|^\s*info visit",
     r"|build failed|build failure|^\s*failure: build failed|what went wrong|execution failed for task|there were failing tests",
-    r"|failed to execute goal|^\s*\[error\] (-> \[help|re-run maven|for more information|to see the full stack)",
+    // Maven's epilogue after any failed goal: the help links and the
+    // resume hint (where a goal's reports lie is its own message).
+    r"|failed to execute goal|^\s*\[error\] (-> \[help|re-run maven|for more information|to see the full stack|\[help \d+\] https?:|after correcting the problems|\s*mvn <[^>]*>.* -rf :)",
     r"|one or more (\w+ )?(errors?|tests?|failures?) (occurred|failed)|an error occurred (when|while) (executing|running)",
     r"|returned non-zero exit status|error: (test failed|could not compile|aborting due to)|rake aborted|errors while running ctest",
     r"|^\s*\d+ tests? completed|^\s*(tests|examples|specs?) ?(run)?:? \d+.*\b(failures?|failed)|^\s*=+ .*\d+ (failed|error)",
@@ -553,6 +555,9 @@ mod tests {
             "make[1]: *** [all] Error 2",
             "FAILURE: Build failed with an exception.",
             "TOTAL: 1 FAILED, 420 SUCCESS",
+            "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException",
+            "[ERROR] After correcting the problems, you can resume the build with the command",
+            "[ERROR]   mvn <goals> -rf :shelf-core",
         ] {
             let info = analyse(s, LineTag::None, false);
             assert!(
