@@ -112,6 +112,8 @@ const RULES: &[(&str, f32)] = &[
     // Error codes: ENOENT, ERR_X, E0425, TS2345, CS1002.
     (r"\b(E[A-Z]{3,}|ERR_[A-Z_]+|[A-Z]{1,3}\d{3,5})\b", 0.6),
     (r"(?i)^\s*caused by\b", 2.0),
+    // A build's rule check that failed (Maven Enforcer), at any level.
+    (r"(?i)\brule \d+: \S+ failed with message", 2.0),
     // The reason a runner gives under a failed case (`Reason: x`).
     (r"(?i)^\s*(reason|cause)\s*:\s*\S", 1.0),
     // Diagnostics with a location: `a.c:3:5: msg`, `12:4  msg`, `x.cs(3,5): error`.
@@ -237,7 +239,10 @@ const EXPECTATION_RE: &str = r"(?i)\bshould (not )?(fail|error|throw|raise|rejec
 
 /// Severity labels of diagnostics.
 const WARNING_LABEL_RE: &str = r"(?i)(^|[\s:\[(])warn(ing)?\s*[:\])!]";
-const ERROR_LABEL_RE: &str = r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]";
+/// Maven Enforcer 1.x logs a failed rule at `[WARNING]` and then fails
+/// the build: `Rule 0: …RequireJavaVersion failed with message:`.
+const ERROR_LABEL_RE: &str =
+    r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]|\brule \d+: \S+ failed with message";
 
 /// A failure verdict printed by a test runner.
 const VERDICT_RE: &str = r"\bFAIL(ED|URE)?\b|\[FAIL\]|✗|✖|✘|❌|^\s*not ok\b";
@@ -565,6 +570,15 @@ mod tests {
                 "{s}: {info:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_rule_check_that_failed_at_warning_level_anchors() {
+        // Written for this test: Maven Enforcer 1.x logs its failed rule
+        // as a warning, then fails the build.
+        let s = "[WARNING] Rule 0: org.apache.maven.plugins.enforcer.RequireJavaVersion failed with message:";
+        assert!(score(s) >= ANCHOR, "{s}");
+        assert!(score("[WARNING] The POM for org.shelf:spine:jar:1.4 is missing") <= 0.5);
     }
 
     #[test]
