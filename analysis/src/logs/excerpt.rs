@@ -826,8 +826,8 @@ mod tests {
     #[test]
     fn mavens_epilogue_after_a_failed_goal_is_not_shown() {
         // Written for this test: Maven repeats the compiler's error in its
-        // failed goal, then prints the same help links, resume hint and
-        // label-only lines after every failure.
+        // failed goal, then prints the same help links and resume hint
+        // after every failure.
         let log = format!(
             "$ mvn -B install\n{}[INFO] BUILD FAILURE\n\
              [ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.1:compile (default-compile) on project shelf-core: Compilation failure\n\

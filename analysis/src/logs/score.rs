@@ -239,8 +239,9 @@ const EXPECTATION_RE: &str = r"(?i)\bshould (not )?(fail|error|throw|raise|rejec
 
 /// Severity labels of diagnostics.
 const WARNING_LABEL_RE: &str = r"(?i)(^|[\s:\[(])warn(ing)?\s*[:\])!]";
-/// Maven Enforcer 1.x logs a failed rule at `[WARNING]` and then fails
-/// the build: `Rule 0: …RequireJavaVersion failed with message:`.
+/// An error's label, or a failed rule's words whatever the label: Maven
+/// Enforcer 1.x logs `Rule 0: …RequireJavaVersion failed with message:`
+/// at `[WARNING]` and then fails the build.
 const ERROR_LABEL_RE: &str =
     r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]|\brule \d+: \S+ failed with message";
 
