@@ -113,7 +113,7 @@ const RULES: &[(&str, f32)] = &[
     (r"\b(E[A-Z]{3,}|ERR_[A-Z_]+|[A-Z]{1,3}\d{3,5})\b", 0.6),
     (r"(?i)^\s*caused by\b", 2.0),
     // A build's rule check that failed (Maven Enforcer), at any level.
-    (r"(?i)\brule \d+: \S+ failed with message", 2.0),
+    (FAILED_RULE_RE, 2.0),
     // The reason a runner gives under a failed case (`Reason: x`).
     (r"(?i)^\s*(reason|cause)\s*:\s*\S", 1.0),
     // Diagnostics with a location: `a.c:3:5: msg`, `12:4  msg`, `x.cs(3,5): error`.
@@ -164,9 +164,10 @@ enum Flag {
     Verdict,
     WarningLabel,
     ErrorLabel,
+    FailedRule,
 }
 
-const FLAGS: [(Flag, &str); 9] = [
+const FLAGS: [(Flag, &str); 10] = [
     (Flag::Header, HEADER_RE),
     (Flag::JobEnd, JOB_END_RE),
     (Flag::Footer, FOOTER_RE),
@@ -176,6 +177,7 @@ const FLAGS: [(Flag, &str); 9] = [
     (Flag::Verdict, VERDICT_RE),
     (Flag::WarningLabel, WARNING_LABEL_RE),
     (Flag::ErrorLabel, ERROR_LABEL_RE),
+    (Flag::FailedRule, FAILED_RULE_RE),
 ];
 
 /// The rules followed by the line classes: one pass finds all of them.
@@ -239,11 +241,11 @@ const EXPECTATION_RE: &str = r"(?i)\bshould (not )?(fail|error|throw|raise|rejec
 
 /// Severity labels of diagnostics.
 const WARNING_LABEL_RE: &str = r"(?i)(^|[\s:\[(])warn(ing)?\s*[:\])!]";
-/// An error's label, or a failed rule's words whatever the label: Maven
-/// Enforcer 1.x logs `Rule 0: …RequireJavaVersion failed with message:`
-/// at `[WARNING]` and then fails the build.
-const ERROR_LABEL_RE: &str =
-    r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]|\brule \d+: \S+ failed with message";
+const ERROR_LABEL_RE: &str = r"(?i)(^|[\s:\[(])(error|fatal|fail(ed|ure)?)\s*[:\])!\[]";
+/// A failed rule's words, an error whatever its label: Maven Enforcer
+/// 1.x logs `Rule 0: …RequireJavaVersion failed with message:` at
+/// `[WARNING]` and then fails the build.
+const FAILED_RULE_RE: &str = r"(?i)\brule \d+: \S+ failed with message";
 
 /// A failure verdict printed by a test runner.
 const VERDICT_RE: &str = r"\bFAIL(ED|URE)?\b|\[FAIL\]|✗|✖|✘|❌|^\s*not ok\b";
@@ -380,7 +382,11 @@ pub fn analyse(clean: &str, tag: LineTag, red: bool) -> LineInfo {
         // X`) are not failures, unless a runner's verdict says so.
         info.score -= 2.0;
     }
-    if info.score > 0.5 && m.has(Flag::WarningLabel) && !m.has(Flag::ErrorLabel) {
+    if info.score > 0.5
+        && m.has(Flag::WarningLabel)
+        && !m.has(Flag::ErrorLabel)
+        && !m.has(Flag::FailedRule)
+    {
         // A diagnostic labelled as a warning is not an error, whatever
         // its message says (`x.erl:3: Warning: this will fail`).
         info.score = 0.5;
